@@ -1,0 +1,98 @@
+# Build-and-test pipeline for the PERF_SAMPLE_BUILD_ID_OFFSET series on
+# Debian's Linux 6.12.  `make demo` and `make check` are the two commands;
+# README.md explains the rest.
+
+REPO    := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD   ?= $(REPO)/build
+BUILD   := $(abspath $(BUILD))
+SRC     := $(BUILD)/src/linux
+KOBJ    := $(BUILD)/obj/kernel
+POBJ    := $(BUILD)/obj/perf
+SOBJ    := $(BUILD)/obj/selftests
+JOBS    ?= $(shell nproc)
+# DEBUG=0 builds the guest kernel without the debug options (to measure
+# what they cost); it gets its own object directory.
+DEBUG   ?= 1
+ifeq ($(DEBUG),0)
+KOBJ    := $(BUILD)/obj/kernel-nodebug
+FRAGS   := harness/config/guest.config
+else
+FRAGS   := harness/config/guest.config harness/config/debug.config
+endif
+BZIMAGE := $(KOBJ)/arch/x86/boot/bzImage
+PERF    := $(POBJ)/perf
+
+export BUILD
+# ccache keys on paths relative to the build directory, so clones in other
+# places share one cache (kept outside the repo, in ~/.cache/ccache).
+export CCACHE_BASEDIR := $(BUILD)
+CCACHE  := $(shell command -v ccache 2>/dev/null)
+KCC     := $(if $(CCACHE),ccache gcc,gcc)
+
+PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
+	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
+	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
+
+.PHONY: all deps tree refresh series-check kernel perf selftests build \
+	check demo clean distclean
+
+all: build
+
+# Every target depends on the packages; the stamp is redone when the
+# package list changes.
+$(BUILD)/.deps: harness/deps.sh
+	@sh harness/deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+deps:
+	@sh harness/deps.sh
+	@mkdir -p $(BUILD) && touch $(BUILD)/.deps
+
+tree: $(BUILD)/.deps
+	@python3 harness/tree.py tree
+
+refresh: $(BUILD)/.deps
+	@python3 harness/tree.py refresh
+
+series-check: build
+	@python3 harness/tree.py check
+
+$(KOBJ)/.config: $(FRAGS) harness/kconfig.sh | tree
+	@sh harness/kconfig.sh $(SRC) $(KOBJ) $(addprefix $(REPO)/,$(FRAGS))
+
+kernel: tree $(KOBJ)/.config
+	@echo "kernel: building $(BZIMAGE:$(REPO)/%=%)"
+	@$(MAKE) -s -C $(SRC) O=$(KOBJ) CC="$(KCC)" -j$(JOBS) bzImage
+	@$(MAKE) -s -C $(SRC) O=$(KOBJ) headers
+
+perf: tree
+	@echo "perf: building $(PERF:$(REPO)/%=%)"
+	@mkdir -p $(POBJ)
+	@$(MAKE) -s -C $(SRC)/tools/perf O=$(POBJ) CC="$(KCC)" -j$(JOBS) \
+		$(PERF_FLAGS) >$(POBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(POBJ)/build.log; exit 1; }
+
+# Selftests compile against the UAPI headers of the kernel we built.
+selftests: kernel
+	@mkdir -p $(SOBJ)/perf_events
+	@$(MAKE) -s -C $(SRC)/tools/testing/selftests/perf_events \
+		OUTPUT=$(SOBJ)/perf_events \
+		KHDR_INCLUDES="-isystem $(KOBJ)/usr/include" -j$(JOBS)
+
+build: kernel perf selftests
+
+# T=NAME runs one test (or several: T="a b") instead of the whole list.
+check: build
+	@python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t)))
+
+demo: build
+	@python3 harness/guest.py --run-dir $(BUILD)/guest/demo \
+		harness/demo.list
+	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
+		$(BUILD)/guest/demo/output.log | tr -d '\r'
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/guest
+
+distclean:
+	rm -rf $(BUILD)
