@@ -33,7 +33,8 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
 
-.PHONY: all deps tree refresh series-check kernel perf selftests build \
+.PHONY: all deps tree refresh series-check kernel perf selftests workloads \
+	build \
 	check demo clean distclean
 
 all: build
@@ -79,7 +80,10 @@ selftests: kernel
 		OUTPUT=$(SOBJ)/perf_events \
 		KHDR_INCLUDES="-isystem $(KOBJ)/usr/include" -j$(JOBS)
 
-build: kernel perf selftests
+workloads: $(BUILD)/.deps
+	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
+
+build: kernel perf selftests workloads
 
 # T=NAME runs one test (or several: T="a b") instead of the whole list.
 check: build
