@@ -34,8 +34,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
 
 .PHONY: all deps tree refresh series-check kernel perf selftests workloads \
-	build \
-	check demo clean distclean
+	build check demo perf-test-survey clean distclean
 
 all: build
 
@@ -95,8 +94,30 @@ demo: build
 	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
 		$(BUILD)/guest/demo/output.log | tr -d '\r'
 
+# Run every `perf test` entry once in the guest and propose the list that
+# `make check` runs (see harness/perf_test_list.py); takes long under TCG.
+perf-test-survey: build
+	@printf 'perf-test-survey\t7000\texec\tbash @REPO@/harness/guest/perf-test-survey.sh 60\n' \
+		>$(BUILD)/survey.list
+	@python3 harness/guest.py --run-dir $(BUILD)/guest/survey \
+		$(BUILD)/survey.list
+	@python3 harness/perf_test_list.py $(BUILD)/guest/survey/output.log \
+		>$(BUILD)/20-perf-test.list
+	@echo "proposed list: $(BUILD:$(REPO)/%=%)/20-perf-test.list"
+
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/guest
 
-distclean:
+dist# Run every `perf test` entry once in the guest and propose the list that
+# `make check` runs (see harness/perf_test_list.py); takes long under TCG.
+perf-test-survey: build
+	@printf 'perf-test-survey\t7000\texec\tbash @REPO@/harness/guest/perf-test-survey.sh 60\n' \
+		>$(BUILD)/survey.list
+	@python3 harness/guest.py --run-dir $(BUILD)/guest/survey \
+		$(BUILD)/survey.list
+	@python3 harness/perf_test_list.py $(BUILD)/guest/survey/output.log \
+		>$(BUILD)/20-perf-test.list
+	@echo "proposed list: $(BUILD:$(REPO)/%=%)/20-perf-test.list"
+
+clean:
 	rm -rf $(BUILD)
