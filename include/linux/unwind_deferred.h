@@ -46,7 +46,10 @@ struct unwind_work {
  * each registered unwind_work owns one of the rest.
  *
  * UNWIND_PENDING: the task_work is queued and has not started.
- * UNWIND_USED:    the per-task cache holds this entry's trace.
+ * UNWIND_USED:    this entry has a cookie or a cached trace to clear; it
+ *                 keeps the mask non-zero, and so the reset on the way out
+ *                 to user space from being skipped, even once cancel has
+ *                 cleared the only work bit.
  * UNWIND_RESET:   the state is being cleared on the way out to user space.
  */
 enum {

@@ -21,10 +21,12 @@
  *
  * Lifetime of a request, on one task:
  *
- *   request (any context)       mask |= PENDING | bit; queue the task_work
+ *   request (any context)       mask |= PENDING | USED | bit; queue the
+ *                               task_work if PENDING was clear
  *   task_work (task context)    mask &= ~PENDING; unwind once; call every
  *                               work whose bit is set and not completed
- *   exit_to_user_mode()         mask = 0, cookie = 0, completed = 0
+ *   exit_to_user_mode()         mask = 0, cookie = 0, completed = 0,
+ *                               cache emptied
  *   do_exit()                   run a still pending task_work right away
  */
 
@@ -73,20 +75,19 @@ static DEFINE_PER_CPU(u64, unwind_cookie_seq);
 
 /*
  * Return the cookie of the current entry, handing out a new one on the
- * first request of the entry.  Called with IRQs disabled, on current's own
- * state, so the only thing that can run in between is an NMI asking on
- * behalf of the same task: whichever of us installs a cookie first wins
- * and the other returns it.  The sequence number is bumped with an IRQ-safe
- * per-CPU op; where that op is not NMI-safe an NMI can make us lose an
- * increment, but both of us then compute the same cookie for the same
- * task, which is harmless.
+ * first request of the entry; the caller then sets UNWIND_USED so that the
+ * reset clears it.
+ *
+ * Called with IRQs disabled on current's own state: only an NMI asking for
+ * the same task can come in between.  Whichever of us installs a cookie
+ * first wins, and the other returns it.  Where this_cpu_inc_return() is not
+ * NMI-safe (it is on x86) the NMI can make us lose an increment; both of
+ * us then compute the same cookie, for the same task, so none is shared.
  */
 VISIBLE_IF_KUNIT u64 unwind_get_cookie(struct unwind_task_info *info)
 {
 	u64 cookie = READ_ONCE(info->id);
 	u64 seq, new;
-
-	lockdep_assert_irqs_disabled();
 
 	if (cookie)
 		return cookie;
@@ -136,13 +137,13 @@ int unwind_user_faultable(struct unwind_stacktrace *trace)
 	}
 
 	/* The first caller of this entry walks the stack */
-	if (!(atomic_long_read(&info->unwind_mask) & UNWIND_USED)) {
+	if (!cache->nr_entries) {
 		fresh.entries = cache->entries;
 		ret = unwind_user(&fresh, UNWIND_MAX_ENTRIES);
 		if (ret)
 			return ret;
-		cache->nr_entries = fresh.nr;
 		atomic_long_or(UNWIND_USED, &info->unwind_mask);
+		cache->nr_entries = fresh.nr;
 	}
 
 	trace->nr = cache->nr_entries;
@@ -289,7 +290,7 @@ int unwind_deferred_request(struct unwind_work *work, u64 *cookie)
 	if (old & want)
 		return 1;
 
-	old = atomic_long_fetch_or(UNWIND_PENDING | want,
+	old = atomic_long_fetch_or(UNWIND_PENDING | UNWIND_USED | want,
 				   &info->unwind_mask);
 	/* The task_work is queued and has not started: it will see our bit */
 	if (old & UNWIND_PENDING)
@@ -298,6 +299,7 @@ int unwind_deferred_request(struct unwind_work *work, u64 *cookie)
 	ret = task_work_add(current, &info->work, mode);
 	/* PF_EXITING was checked and TWA_NMI_CURRENT has IRQ_WORK */
 	if (WARN_ON_ONCE(ret)) {
+		/* UNWIND_USED stays: the cookie is taken and must be reset */
 		atomic_long_andnot(UNWIND_PENDING | want, &info->unwind_mask);
 		*cookie = 0;
 		return ret;
@@ -419,6 +421,8 @@ void __unwind_reset_info(void)
 	 */
 	WRITE_ONCE(info->id, 0);
 	WRITE_ONCE(info->unwind_completed, 0);
+	if (info->cache)
+		info->cache->nr_entries = 0;
 
 	/*
 	 * Only an NMI on this CPU can look: the release keeps the compiler

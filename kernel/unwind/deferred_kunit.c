@@ -513,7 +513,8 @@ static void ut_callback(struct unwind_work *work,
 	w->task = current;
 	w->cookie = cookie;
 	w->nr = min(trace->nr, UT_TRACE_MAX);
-	memcpy(w->entries, trace->entries, w->nr * sizeof(long));
+	if (w->nr)
+		memcpy(w->entries, trace->entries, w->nr * sizeof(long));
 	w->exiting = current->flags & PF_EXITING;
 	w->had_mm = !!current->mm;
 	w->nested_ret = unwind_deferred_request(work, &nested_cookie);

@@ -12,7 +12,8 @@ struct pt_regs;
  * @nr_entries:	valid entries
  * @entries:	the trace, innermost first
  *
- * Valid while UNWIND_USED is set in the task's mask.
+ * Valid while @nr_entries is not 0: a walk stores at least the user IP,
+ * and the reset on the way out to user space sets it back to 0.
  */
 struct unwind_cache {
 	unsigned int	nr_entries;
