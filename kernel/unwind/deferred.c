@@ -153,23 +153,18 @@ int unwind_user_faultable(struct unwind_stacktrace *trace)
 
 /*
  * Call every work that asked during this entry and has not been called
- * yet.  Runs on current, from the task_work or from do_exit().
+ * yet.  Runs on current, from the task_work or from do_exit(), inside
+ * unwind_srcu: entered before the mask is read, so that
+ * unwind_deferred_cancel() cannot free a bit we are about to act on and
+ * hand it to a new work in between.
  */
-static void process_unwind_deferred(void)
+static void __process_unwind_deferred(struct unwind_task_info *info)
 {
-	struct unwind_task_info *info = &current->unwind_info;
 	struct unwind_stacktrace trace;
 	struct unwind_work *work;
 	unsigned long bits;
 	u64 cookie;
 	int bit;
-
-	/*
-	 * Enter the SRCU section before reading the mask, so that
-	 * unwind_deferred_cancel() cannot free a bit we are about to act on
-	 * and hand it to a new work in between.
-	 */
-	guard(srcu)(&unwind_srcu);
 
 	/* From here on a new request queues the task_work again */
 	bits = atomic_long_fetch_andnot(UNWIND_PENDING, &info->unwind_mask);
@@ -197,6 +192,15 @@ static void process_unwind_deferred(void)
 		set_bit(bit, &info->unwind_completed);
 		work->func(work, &trace, cookie);
 	}
+}
+
+static void process_unwind_deferred(void)
+{
+	int idx;
+
+	idx = srcu_read_lock(&unwind_srcu);
+	__process_unwind_deferred(&current->unwind_info);
+	srcu_read_unlock(&unwind_srcu, idx);
 }
 
 static void unwind_deferred_task_work(struct callback_head *head)
