@@ -21,6 +21,26 @@
  * The child records what it saw; the test thread checks it after the child
  * has exited, so no KUnit assertion ever runs outside the test thread.
  *
+ * Cases:
+ *   ut_walk_*		the unwinder on 64-bit and 32-bit chains, on broken
+ *			chains (each must end the walk cleanly), and at the
+ *			depth bound
+ *   ut_cookie_*	never 0, stable in an entry, new after it, different
+ *			across tasks and across CPUs
+ *   ut_init_bounded	the bound on users, -EBUSY past it
+ *   ut_request_repeat	0 then 1, one cookie and one callback per entry,
+ *			a second user joining, a new cookie after return
+ *   ut_request_rejects	kernel threads, io workers, non-user registers,
+ *			unregistered works
+ *   ut_faultable_cache	one walk per entry, shared, redone after return
+ *   ut_exit_pending	callback from do_exit(), with the mm, exactly once
+ *   ut_cancel_*	no callback after cancel, no state left in the task,
+ *			a reused bit served correctly within the same entry
+ *   ut_request_hrtimer	requests from a hard hrtimer interrupt that hits the
+ *			running task
+ *   ut_request_compat	a 32-bit task end to end
+ *   ut_request_cost	a figure for the documentation, not a test
+ *
  * Not covered: requests from NMI (a test has no NMI source; the NMI path
  * differs only in using TWA_NMI_CURRENT), the entry code's own calls to
  * unwind_reset_info() (every syscall makes them once user space runs; the
