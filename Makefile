@@ -108,16 +108,5 @@ perf-test-survey: build
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/guest
 
-dist# Run every `perf test` entry once in the guest and propose the list that
-# `make check` runs (see harness/perf_test_list.py); takes long under TCG.
-perf-test-survey: build
-	@printf 'perf-test-survey\t7000\texec\tbash @REPO@/harness/guest/perf-test-survey.sh 60\n' \
-		>$(BUILD)/survey.list
-	@python3 harness/guest.py --run-dir $(BUILD)/guest/survey \
-		$(BUILD)/survey.list
-	@python3 harness/perf_test_list.py $(BUILD)/guest/survey/output.log \
-		>$(BUILD)/20-perf-test.list
-	@echo "proposed list: $(BUILD:$(REPO)/%=%)/20-perf-test.list"
-
-clean:
+distclean:
 	rm -rf $(BUILD)
