@@ -45,9 +45,13 @@ def main():
                 last = [int(num), status, float(secs), desc]
                 entries.append(last)
                 continue
-            if last and last[1] != "OK" and line.startswith("    ") and \
-                    ("FAILED" in line or "Skip" in line):
-                fail_lines.setdefault(last[0], line.strip())
+            # The reason: the first FAILED line, else the first Skip line
+            if last and last[1] != "OK" and line.startswith("    "):
+                if "FAILED" in line and "FAILED" not in \
+                        fail_lines.get(last[0], ""):
+                    fail_lines[last[0]] = line.strip()
+                elif "Skip" in line:
+                    fail_lines.setdefault(last[0], line.strip())
     print(HEADER.format(budget=BUDGET), end="")
     run = [e for e in entries
            if e[1] in ("OK", "SKIP") and e[2] <= BUDGET]
@@ -66,6 +70,8 @@ def main():
                   f"({status.lower()}, {secs:.0f} s surveyed)")
         else:
             why = fail_lines.get(num, status.lower())
+            if status == "FAIL" and "FAILED" not in why:
+                why = "a subtest FAILED"
             why = re.sub(r"\s+", " ", why)[:120]
             print(f"{name}\t-\tskip\tfails on the unpatched base: {why}")
 

@@ -19,5 +19,7 @@ perf test list 2>&1 | grep -E '^ *[0-9]+: ' | while IFS= read -r line; do
 	elif grep -q ': Skip' /tmp/survey.out; then st=SKIP
 	else st=NORESULT; fi
 	printf 'SURVEY %s %s %.1f %s\n' "$num" "$st" "$secs" "$desc"
-	[ $st = OK ] || sed 's/^/    /' /tmp/survey.out | tail -n 5
+	# For the list's reasons: failing and skipping lines, then the tail
+	[ $st = OK ] || { grep -E 'FAILED|Skip' /tmp/survey.out | head -n 5
+			  tail -n 5 /tmp/survey.out; } | sed 's/^/    /' 
 done
