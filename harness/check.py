@@ -6,6 +6,7 @@ status is non-zero on any failure.
   host/checkpatch/<file>  scripts/checkpatch.pl --strict: no ERROR and no
                           WARNING on each patch and each new file
   host/series             the series applies to the base with zero fuzz
+  host/harness-selftest   the runner's judgement on made-up guest logs
   guest/...               see harness/guest.py and harness/tests/*.list
 
 --only NAME (repeatable) runs just the named guest tests.
@@ -66,6 +67,15 @@ def host_checks():
                                 "PASS" if r.returncode == 0 else "FAIL",
                                 r.stderr.strip().splitlines()[-1]
                                 if r.returncode else ""))
+    r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
+                                                     "selftest.py")],
+                       capture_output=True, text=True, check=False)
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    if r.returncode:
+        print(r.stdout)
+    results.append(guest.Result("host/harness-selftest",
+                                "PASS" if r.returncode == 0 else "FAIL",
+                                last))
     for r in results:
         print(f"  {r}")
     return results

@@ -39,7 +39,7 @@ def main():
     with open(sys.argv[1], errors="replace") as f:
         for line in f:
             line = line.rstrip("\r\n")
-            m = re.match(r"SURVEY (\d+) (\S+) ([\d.]+) (.*)$", line)
+            m = re.search(r"SURVEY (\d+) (\S+) ([\d.]+) (.*)$", line)
             if m:
                 num, status, secs, desc = m.groups()
                 last = [int(num), status, float(secs), desc]
