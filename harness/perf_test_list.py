@@ -28,7 +28,8 @@ HEADER = """\
 #     (kprobes, uprobes, BPF, ftrace syscalls) or tools we do not install;
 #     a regression we cause shows as a failure of an entry that runs
 #   "too slow under emulation": over the budget (or the 60 s limit) here.
-# Timeouts are four times the surveyed time, at least 60 s.
+# Timeouts are six times the surveyed time, at least 120 s: timings under
+# TCG vary with the load on the host, and slowness must not read as failure.
 """
 
 
@@ -63,7 +64,7 @@ def main():
         name = "perf-test/" + re.sub(r"[^A-Za-z0-9_.+-]+", "-",
                                      desc).strip("-")
         if [num, status, secs, desc] in run:
-            tmo = max(60, int(secs * 4))
+            tmo = max(120, int(secs * 6))
             print(f"{name}\t{tmo}\tperftest\t{desc}")
         elif status in ("TIMEOUT",) or secs > BUDGET:
             print(f"{name}\t-\tskip\ttoo slow under emulation "
