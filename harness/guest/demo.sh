@@ -14,5 +14,8 @@ echo "# perf report --stdio --no-children --sort dso,sym"
 perf report -i perf.data --stdio --no-children --sort dso,sym \
 	--percent-limit 2 2>/dev/null | grep -v '^$' | head -n 60
 # The demo fails if user symbols of the workload were not resolved.
-perf report -i perf.data --stdio --no-children --sort sym 2>/dev/null |
-	grep -q 'liba_mix' || { echo "demo: liba_mix not resolved"; exit 1; }
+perf report -i perf.data --stdio --no-children --sort sym >report.txt 2>&1
+for sym in liba_mix libb_scan main_fill; do
+	grep -q "\] $sym" report.txt || { echo "demo: $sym not resolved"; exit 1; }
+done
+echo "# demo: user symbols of the program and both libraries resolved"
