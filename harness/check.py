@@ -112,15 +112,7 @@ def main():
         splats, stray, run_dir = {}, [], None
 
     print("\ncheck: results")
-    for r in results:
-        print(f"  {r}")
-    if run_dir:
-        guest.show_failures(results, run_dir, splats, stray)
-    npass = sum(r.status == "PASS" for r in results)
-    nfail = sum(r.status == "FAIL" for r in results)
-    nskip = sum(r.status == "SKIP" for r in results)
-    print(f"\n{npass} passed, {nfail} failed, {nskip} skipped")
-    return 1 if nfail else 0
+    return guest.summarize(results, run_dir, splats, stray)
 
 
 if __name__ == "__main__":

@@ -309,13 +309,20 @@ def main():
                                        args.mem)
     results, splats, stray = judge(tests, lines, args.run_dir, timed_out)
     print(f"guest: {acc}, {secs:.0f}s")
+    return summarize(results, args.run_dir, splats, stray)
+
+
+def summarize(results, run_dir, splats, stray):
+    """Print every result, the failures' details and the closing line;
+    return the exit status."""
     for r in results:
         print(f"  {r}")
-    show_failures(results, args.run_dir, splats, stray)
+    if run_dir:
+        show_failures(results, run_dir, splats, stray)
     npass = sum(r.status == "PASS" for r in results)
     nfail = sum(r.status == "FAIL" for r in results)
     nskip = sum(r.status == "SKIP" for r in results)
-    print(f"{npass} passed, {nfail} failed, {nskip} skipped")
+    print(f"\n{npass} passed, {nfail} failed, {nskip} skipped")
     return 1 if nfail else 0
 
 
