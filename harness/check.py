@@ -100,7 +100,7 @@ def main():
 
     if tests:
         run_dir = os.path.join(BUILD, "guest", "check")
-        timeout = guest.BOOT_ALLOWANCE + sum(int(t[1]) + 15 for t in tests)
+        timeout = guest.run_timeout(tests)
         lines, acc, timed_out, secs = guest.boot(tests, run_dir, timeout,
                                                  args.mem)
         gres, splats, stray = guest.judge(tests, lines, run_dir, timed_out)

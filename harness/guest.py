@@ -78,6 +78,11 @@ def read_list(paths, only):
     return tests
 
 
+def run_timeout(tests):
+    """The host's limit for one boot: every test's own limit plus slack."""
+    return BOOT_ALLOWANCE + sum(int(t[1]) + 15 for t in tests)
+
+
 def expand(text):
     return text.replace("@BUILD@", BUILD).replace("@REPO@", REPO)
 
@@ -301,8 +306,7 @@ def main():
     ap.add_argument("--mem", default=os.environ.get("GUEST_MEM", "4G"))
     args = ap.parse_args()
     tests = [t for t in read_list(args.lists, args.only) if t[2] != "skip"]
-    timeout = args.timeout or BOOT_ALLOWANCE + sum(int(t[1]) + 15
-                                                   for t in tests)
+    timeout = args.timeout or run_timeout(tests)
     if os.path.isdir(args.run_dir):
         shutil.rmtree(args.run_dir)
     lines, acc, timed_out, secs = boot(tests, args.run_dir, timeout,
