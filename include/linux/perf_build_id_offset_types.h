@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _LINUX_PERF_BUILD_ID_OFFSET_TYPES_H
+#define _LINUX_PERF_BUILD_ID_OFFSET_TYPES_H
+
+#include <linux/types.h>
+
+struct perf_bio_stash;
+
+/**
+ * struct perf_bio_task - per-task state of PERF_SAMPLE_BUILD_ID_OFFSET
+ * @cookie:	deferred unwind cookie of the last sample that asked for a
+ *		record; written in sampling context (NMI included) on
+ *		current only
+ * @exec_id:	self_exec_id of the task at the first such sample of the
+ *		kernel entry named by @cookie
+ * @done:	cookie whose record has been built: later samples of that
+ *		entry add nothing to @stash
+ * @missed:	cookie of an entry in which a sample had addresses to keep
+ *		but no @stash to keep them in
+ * @stash:	user addresses of the current kernel entry that only the
+ *		samples saw (branch stacks, precise IPs); allocated in task
+ *		context when first missed, freed when the task exits or
+ *		execs a set-uid program
+ *
+ * Only the task itself and the interrupts and NMIs that sample it, on its
+ * own CPU, touch this, so nothing here needs a lock.
+ */
+struct perf_bio_task {
+	u64			cookie;
+	u64			exec_id;
+	u64			done;
+	u64			missed;
+	struct perf_bio_stash	*stash;
+};
+
+#endif /* _LINUX_PERF_BUILD_ID_OFFSET_TYPES_H */

@@ -1,0 +1,768 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PERF_SAMPLE_BUILD_ID_OFFSET: user addresses as (build-ID, file offset).
+ *
+ * To symbolise a user address, a profiler needs the file it is in and the
+ * offset in that file.  Without help from the kernel it reconstructs the
+ * address space of every task from /proc and mmap records, which is slow
+ * and racy on large hosts.  With this sample bit the kernel says it
+ * directly, in two steps:
+ *
+ * - In the sampling context (NMI, IRQ or task) the sample gets a cookie
+ *   from the deferred unwind framework, which queues work for the sampled
+ *   task.  If the event samples the branch stack, the user from/to
+ *   addresses are kept in a small per-task stash.  Nothing else: no VMA,
+ *   no file, no allocation, no lock.
+ *
+ * - Before the task returns to user space (or while it exits), in its own
+ *   context where faults and sleeping are fine, the framework calls
+ *   perf_bio_unwind_callback() once for the kernel entry.  It takes the
+ *   user IP and callchain from the framework's cached unwind of the entry
+ *   plus the stashed branch addresses, looks up the VMAs that cover them
+ *   under mmap_lock, takes a reference on their files, drops the lock and
+ *   only then reads the build-IDs (which may fault and do I/O).  The
+ *   result goes out as one PERF_RECORD_BUILD_ID_OFFSET, which user space
+ *   joins to the samples by cookie and tid.
+ *
+ * Lifetimes: no event is referenced between the sample and the record.
+ * The work is per task and belongs to one unwind_work registered for good
+ * at boot; the callback finds its receivers afresh, under RCU, with
+ * perf_iterate_sb(): the defer_output events of the task's context and
+ * the side-band events of the CPU it runs on.  An event closed or unmapped
+ * in between is simply not found, so there is nothing to pin, to cancel
+ * or to wait for.  The per-task state (task_struct::perf_bio) is touched
+ * only by the task and by interrupts on its own CPU while it runs.
+ *
+ * Build-IDs are cached by file identity and version so that the steady
+ * state costs a lookup, not an ELF parse; see perf_bio_key_init() for when
+ * an entry stops matching.
+ */
+
+#include <linux/atomic.h>
+#include <linux/buildid.h>
+#include <linux/dcache.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/hash.h>
+#include <linux/iversion.h>
+#include <linux/log2.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/perf_event.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
+#include <linux/secretmem.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/spinlock.h>
+#include <linux/unwind_deferred.h>
+#include <kunit/visibility.h>
+
+#include "internal.h"
+#include "build_id_offset.h"
+
+static_assert(sizeof(struct perf_bio_map) == 48);
+static_assert(sizeof(struct perf_bio_record) == 32);
+static_assert(PERF_BIO_MAX_MAPS * sizeof(struct perf_bio_map) +
+	      sizeof(struct perf_bio_record) + 64 < U16_MAX);
+
+/* The one user of deferred unwinding for all perf events */
+static struct unwind_work perf_bio_unwind_work;
+
+/* ---- Sampling side: any context, NMI included ---- */
+
+static void perf_bio_stash_addr(struct perf_bio_stash *stash, u64 cookie,
+				unsigned long addr)
+{
+	long idx;
+
+	/* Kernel addresses and empty slots are not ours to resolve */
+	if (!addr || addr >= TASK_SIZE)
+		return;
+
+	/*
+	 * Writers are the samples of current, on its CPU, nesting (IRQ, then
+	 * NMI) but never running side by side: local_t is enough to hand
+	 * each address its own slot.
+	 */
+	idx = local_inc_return(&stash->nr) - 1;
+	if (!idx)
+		WRITE_ONCE(stash->cookie, cookie);
+	if (idx < PERF_BIO_STASH_ENTRIES)
+		WRITE_ONCE(stash->addrs[idx], addr);
+}
+
+/*
+ * Keep the user addresses of a sample that the deferred work cannot find
+ * on its own for the record of entry @cookie: @ip (0 for none) and the
+ * from/to addresses of @bs (NULL for none).
+ */
+VISIBLE_IF_KUNIT void perf_bio_stash_sample(struct perf_bio_task *bt,
+					    u64 cookie, unsigned long ip,
+					    const struct perf_branch_stack *bs)
+{
+	struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+	u64 i;
+
+	/* The record of this entry is built already: too late */
+	if (READ_ONCE(bt->done) == cookie)
+		return;
+
+	/* No allocation here: ask the deferred work for a stash */
+	if (!stash) {
+		WRITE_ONCE(bt->missed, cookie);
+		return;
+	}
+
+	perf_bio_stash_addr(stash, cookie, ip);
+	for (i = 0; bs && i < bs->nr; i++) {
+		perf_bio_stash_addr(stash, cookie, bs->entries[i].from);
+		perf_bio_stash_addr(stash, cookie, bs->entries[i].to);
+	}
+}
+
+/**
+ * perf_bio_prepare_sample - the sampling side of PERF_SAMPLE_BUILD_ID_OFFSET
+ * @data: the sample; gets the cookie in @data->defer_cookie
+ * @event: the event that samples
+ * @regs: the registers of the sample
+ *
+ * Asks for the deferred work of the current kernel entry and keeps the
+ * user addresses of the sample that the deferred work will not see in the
+ * task's own registers and stack: a precise IP and the branch stack.  The
+ * cookie is 0 when no record will follow: for another task than current
+ * (as for user callchains), kernel threads, io workers, exiting tasks,
+ * tasks without user registers.
+ *
+ * Context: any, NMI included; current is the sampled task.
+ */
+void perf_bio_prepare_sample(struct perf_sample_data *data,
+			     struct perf_event *event, struct pt_regs *regs)
+{
+	struct task_struct *task = event->ctx->task;
+	struct perf_bio_task *bt = &current->perf_bio;
+	const struct perf_branch_stack *bs = NULL;
+	unsigned long ip = 0;
+	u64 cookie;
+
+	data->defer_cookie = 0;
+
+	if ((task && task != current) || !current->mm)
+		return;
+	if (unwind_deferred_request(&perf_bio_unwind_work, &cookie) < 0)
+		return;
+
+	/*
+	 * The first sample of an entry notes which program ran, so that
+	 * the deferred work can tell whether an exec came in between.  A
+	 * nested sample of the same entry writes the same values.
+	 */
+	if (READ_ONCE(bt->cookie) != cookie) {
+		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
+		WRITE_ONCE(bt->cookie, cookie);
+	}
+
+	/*
+	 * A precise IP (PEBS) is not where the task was interrupted, which
+	 * is what the deferred work looks up; a plain user-mode sample's
+	 * registers are the task's own.
+	 */
+	if (user_mode(regs) &&
+	    instruction_pointer(regs) != instruction_pointer(task_pt_regs(current)))
+		ip = instruction_pointer(regs);
+	/* Set, possibly to NULL, by perf_prepare_sample() for such events */
+	if (has_branch_stack(event))
+		bs = data->br_stack;
+	if (ip || bs)
+		perf_bio_stash_sample(bt, cookie, ip, bs);
+
+	data->defer_cookie = cookie;
+}
+
+/* ---- Deferred side: task context, may sleep ---- */
+
+/*
+ * Move the stashed addresses of entry @cookie to @addrs (room for
+ * PERF_BIO_STASH_ENTRIES; NULL to throw them away) and empty the stash.
+ * Samples that come later in the same entry add nothing: bt->done is set
+ * first.  Returns how many were moved.
+ */
+VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
+						  u64 cookie,
+						  unsigned long *addrs,
+						  u32 *flags)
+{
+	struct perf_bio_stash *stash = bt->stash;
+	unsigned int n = 0;
+	long nr;
+
+	WRITE_ONCE(bt->done, cookie);
+	/*
+	 * Pairs with the READ_ONCE() of bt->done in perf_bio_stash_sample():
+	 * the only other party is an interrupt of current on this CPU, so
+	 * keeping the compiler from sinking the store below the reads of the
+	 * stash is enough.
+	 */
+	barrier();
+
+	if (READ_ONCE(bt->missed) == cookie)
+		*flags |= PERF_BIO_F_ADDRS_DROPPED;
+	if (!stash)
+		return 0;
+
+	nr = local_read(&stash->nr);
+	if (!nr)
+		return 0;
+
+	/*
+	 * Leftovers of an entry whose work never ran are mixed with ours:
+	 * keep none.  The work of every entry that stashes runs, so this is
+	 * only a guard.
+	 */
+	if (READ_ONCE(stash->cookie) != cookie) {
+		*flags |= PERF_BIO_F_ADDRS_DROPPED;
+	} else if (addrs) {
+		if (nr > PERF_BIO_STASH_ENTRIES)
+			*flags |= PERF_BIO_F_ADDRS_DROPPED;
+		n = min_t(long, nr, PERF_BIO_STASH_ENTRIES);
+		memcpy(addrs, stash->addrs, n * sizeof(*addrs));
+	}
+	local_set(&stash->nr, 0);
+	return n;
+}
+
+/* A sample of this entry found no stash: make one for the next entries */
+static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie)
+{
+	struct perf_bio_stash *stash;
+
+	if (bt->stash || READ_ONCE(bt->missed) != cookie ||
+	    (current->flags & PF_EXITING))
+		return;
+
+	stash = kzalloc(sizeof(*stash), GFP_KERNEL);
+	if (!stash)
+		return;
+	/* Samples on this CPU see NULL or a zeroed stash */
+	smp_store_release(&bt->stash, stash);
+}
+
+static int perf_bio_cmp_addr(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a;
+	unsigned long y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort @addrs and drop duplicates and whatever is not a user address.
+ * Returns how many are left.
+ */
+VISIBLE_IF_KUNIT unsigned int perf_bio_sort_addrs(unsigned long *addrs,
+						  unsigned int nr)
+{
+	unsigned int i, n = 0;
+
+	sort(addrs, nr, sizeof(*addrs), perf_bio_cmp_addr, NULL);
+
+	for (i = 0; i < nr; i++) {
+		if (!addrs[i] || addrs[i] >= TASK_SIZE)
+			continue;
+		if (n && addrs[n - 1] == addrs[i])
+			continue;
+		addrs[n++] = addrs[i];
+	}
+	return n;
+}
+
+/*
+ * PERF_BIO_MAP_* of a file-backed mapping, and whether the file may be
+ * read.  Runs under mmap_lock: it looks, it does not read.
+ */
+VISIBLE_IF_KUNIT u8 perf_bio_file_flags(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	fmode_t can_read = FMODE_READ | FMODE_CAN_READ;
+	u8 flags = 0;
+
+	/* memfd_create(), SysV SHM, memfd_secret(): on a kernel mount */
+	if (inode->i_sb->s_flags & SB_KERNMOUNT)
+		flags |= PERF_BIO_MAP_ANON_FILE;
+	else if (d_unlinked(file->f_path.dentry))
+		flags |= PERF_BIO_MAP_DELETED;
+
+	/*
+	 * Read nothing that a plain read(2) of a regular file would not:
+	 * no device (a read may have side effects), nothing secret.
+	 */
+	if (!S_ISREG(inode->i_mode) || secretmem_mapping(file->f_mapping) ||
+	    (file->f_mode & can_read) != can_read)
+		flags |= PERF_BIO_MAP_UNREADABLE;
+
+	return flags;
+}
+
+static bool perf_bio_vma_is_vdso(struct vm_area_struct *vma)
+{
+	const char *name;
+
+	if (!vma->vm_ops || !vma->vm_ops->name)
+		return false;
+	name = vma->vm_ops->name(vma);
+	return name && !strcmp(name, "[vdso]");
+}
+
+/* Append @vma to the table.  Under mmap_lock. */
+static void perf_bio_add_vma(struct perf_bio_resolve *res,
+			     struct vm_area_struct *vma)
+{
+	struct perf_bio_map *map = &res->maps[res->nr_maps];
+	struct file *file = vma->vm_file;
+
+	/* Every byte is written: the struct has no hole */
+	*map = (struct perf_bio_map){
+		.start	= vma->vm_start,
+		.end	= vma->vm_end,
+	};
+	res->files[res->nr_maps++] = NULL;
+
+	if (!file) {
+		map->flags = perf_bio_vma_is_vdso(vma) ? PERF_BIO_MAP_VDSO :
+							 PERF_BIO_MAP_ANON;
+		return;
+	}
+
+	map->pgoff = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	map->flags = perf_bio_file_flags(file);
+	if (!(map->flags & PERF_BIO_MAP_UNREADABLE))
+		res->files[res->nr_maps - 1] = get_file(file);
+}
+
+/*
+ * Fill the table with the VMAs of @mm that cover res->addrs (sorted and
+ * unique), taking a reference on each file whose build-ID is to be read.
+ * Addresses in no VMA are left out.
+ *
+ * Context: task context, may sleep; takes mmap_lock for reading.
+ */
+VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
+					 struct perf_bio_resolve *res)
+{
+	struct vm_area_struct *vma = NULL;
+	unsigned int i;
+
+	if (mmap_read_lock_killable(mm)) {
+		res->flags |= PERF_BIO_F_TRUNCATED;
+		return;
+	}
+
+	for (i = 0; i < res->nr_addrs; i++) {
+		unsigned long addr = res->addrs[i];
+		struct perf_bio_map *last;
+
+		/* Sorted: until it ends, the last VMA found covers addr */
+		if (!vma || addr >= vma->vm_end) {
+			vma = find_vma(mm, addr);
+			if (!vma)
+				break;
+		}
+		/* In a hole below vma: unresolved */
+		if (addr < vma->vm_start)
+			continue;
+
+		last = res->nr_maps ? &res->maps[res->nr_maps - 1] : NULL;
+		if (last && last->start == vma->vm_start)
+			continue;
+
+		if (res->nr_maps == res->max_maps) {
+			res->flags |= PERF_BIO_F_TRUNCATED;
+			break;
+		}
+		perf_bio_add_vma(res, vma);
+	}
+
+	mmap_read_unlock(mm);
+}
+
+/* ---- The build-ID cache ---- */
+
+/*
+ * 64 sets of 4 entries, each set with its own lock, taken only here in
+ * task context (never from an interrupt) and never nested.  Round-robin
+ * replacement within a set.
+ */
+#define PERF_BIO_CACHE_SETS	64
+#define PERF_BIO_CACHE_WAYS	4
+
+struct perf_bio_cache_entry {
+	struct perf_bio_key	key;
+	bool			valid;
+	u8			build_id_size;
+	u8			flags;
+	u8			build_id[BUILD_ID_SIZE_MAX];
+};
+
+struct perf_bio_cache_set {
+	spinlock_t			lock;	/* protects next and entry[] */
+	unsigned int			next;
+	struct perf_bio_cache_entry	entry[PERF_BIO_CACHE_WAYS];
+};
+
+static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
+
+/**
+ * perf_bio_key_init - the cache key of a file, as it is now
+ * @key: receives the key
+ * @file: the file
+ *
+ * Identity: device, inode number and generation.  Version: size, mtime,
+ * ctime and, where the filesystem keeps one, i_version.  A cache entry is
+ * used only while all of them still match, so any write, truncate or
+ * attribute change through the VFS makes it miss: write() and truncate()
+ * change size or mtime/ctime (and i_version), and a store through a
+ * shared writable mapping does when the page is made writable.  The key
+ * is taken before the file is parsed, so that a change during the parse
+ * also makes the entry miss next time.  Entries are not removed: a miss
+ * re-parses the file and replaces the entry of the same identity.
+ */
+VISIBLE_IF_KUNIT void perf_bio_key_init(struct perf_bio_key *key,
+					struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	memset(key, 0, sizeof(*key));
+	key->dev = inode->i_sb->s_dev;
+	key->ino = inode->i_ino;
+	key->generation = inode->i_generation;
+	/* Marks it queried, so that the next change increments it */
+	if (IS_I_VERSION(inode))
+		key->version = inode_query_iversion(inode);
+	key->size = i_size_read(inode);
+	key->mtime = inode_get_mtime(inode);
+	key->ctime = inode_get_ctime(inode);
+}
+
+static bool perf_bio_same_file(const struct perf_bio_key *a,
+			       const struct perf_bio_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino &&
+	       a->generation == b->generation;
+}
+
+static bool perf_bio_same_version(const struct perf_bio_key *a,
+				  const struct perf_bio_key *b)
+{
+	return a->version == b->version && a->size == b->size &&
+	       timespec64_equal(&a->mtime, &b->mtime) &&
+	       timespec64_equal(&a->ctime, &b->ctime);
+}
+
+static struct perf_bio_cache_set *perf_bio_cache_set(const struct perf_bio_key *key)
+{
+	u64 h = key->ino ^ ((u64)key->dev << 32) ^ key->generation;
+
+	return &perf_bio_cache[hash_64(h, ilog2(PERF_BIO_CACHE_SETS))];
+}
+
+/* Copy the cached build-ID of @key into @map; false if there is none */
+VISIBLE_IF_KUNIT bool perf_bio_cache_lookup(const struct perf_bio_key *key,
+					    struct perf_bio_map *map)
+{
+	struct perf_bio_cache_set *set = perf_bio_cache_set(key);
+	struct perf_bio_cache_entry *e;
+	bool found = false;
+
+	spin_lock(&set->lock);
+	for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++) {
+		if (!e->valid || !perf_bio_same_file(&e->key, key) ||
+		    !perf_bio_same_version(&e->key, key))
+			continue;
+		map->build_id_size = e->build_id_size;
+		map->flags |= e->flags;
+		memcpy(map->build_id, e->build_id, sizeof(map->build_id));
+		found = true;
+		break;
+	}
+	spin_unlock(&set->lock);
+	return found;
+}
+
+static void perf_bio_cache_store(const struct perf_bio_key *key,
+				 const struct perf_bio_map *map)
+{
+	struct perf_bio_cache_set *set = perf_bio_cache_set(key);
+	struct perf_bio_cache_entry *e, *victim = NULL;
+
+	spin_lock(&set->lock);
+	/* An older version of the same file goes first */
+	for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++) {
+		if (e->valid && perf_bio_same_file(&e->key, key)) {
+			victim = e;
+			break;
+		}
+	}
+	if (!victim) {
+		victim = &set->entry[set->next];
+		set->next = (set->next + 1) % PERF_BIO_CACHE_WAYS;
+	}
+
+	victim->key = *key;
+	victim->build_id_size = map->build_id_size;
+	victim->flags = map->flags & PERF_BIO_MAP_NO_BUILD_ID;
+	memcpy(victim->build_id, map->build_id, sizeof(victim->build_id));
+	victim->valid = true;
+	spin_unlock(&set->lock);
+}
+
+/* The build-ID of @file into @map, from the cache or from the file */
+VISIBLE_IF_KUNIT void perf_bio_build_id(struct file *file,
+					struct perf_bio_map *map)
+{
+	struct perf_bio_key key;
+	__u32 size = 0;
+	int err;
+
+	perf_bio_key_init(&key, file);
+	if (perf_bio_cache_lookup(&key, map))
+		return;
+
+	/* A dying task's record is not worth a read */
+	if (fatal_signal_pending(current)) {
+		map->flags |= PERF_BIO_MAP_UNREADABLE;
+		return;
+	}
+
+	err = build_id_parse_file(file, map->build_id, &size);
+	switch (err) {
+	case 0:
+		map->build_id_size = size;
+		break;
+	case -EINVAL:		/* no ELF, no note, or a malformed one */
+	case -ERANGE:
+	case -EOVERFLOW:
+		memset(map->build_id, 0, sizeof(map->build_id));
+		map->flags |= PERF_BIO_MAP_NO_BUILD_ID;
+		break;
+	default:		/* I/O error, signal: try again next time */
+		memset(map->build_id, 0, sizeof(map->build_id));
+		map->flags |= PERF_BIO_MAP_UNREADABLE;
+		return;
+	}
+	perf_bio_cache_store(&key, map);
+}
+
+/*
+ * Read the build-IDs of the files perf_bio_find_vmas() kept, and drop
+ * their references.
+ *
+ * Context: task context, no locks held: may fault, sleep and do I/O.
+ */
+VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
+{
+	unsigned int i;
+
+	might_fault();
+
+	for (i = 0; i < res->nr_maps; i++) {
+		struct file *file = res->files[i];
+
+		if (!file)
+			continue;
+		perf_bio_build_id(file, &res->maps[i]);
+		res->files[i] = NULL;
+		fput(file);
+	}
+}
+
+/* ---- Output ---- */
+
+struct perf_bio_output {
+	struct perf_bio_record		rec;
+	const struct perf_bio_map	*maps;
+};
+
+static void perf_bio_output_event(struct perf_event *event, void *data)
+{
+	struct perf_bio_output *out = data;
+	struct perf_bio_record rec = out->rec;
+	struct perf_output_handle handle;
+	struct perf_sample_data sample;
+	u16 maps_size = rec.nr * sizeof(*out->maps);
+
+	if (!event->attr.defer_output)
+		return;
+
+	perf_event_header__init(&rec.header, &sample,
+				PERF_RECORD_BUILD_ID_OFFSET,
+				PERF_RECORD_MISC_USER,
+				sizeof(rec) + maps_size, event);
+	/* No room: the ring buffer counts it lost */
+	if (perf_output_begin(&handle, &sample, event, rec.header.size))
+		return;
+
+	rec.pid = perf_event_pid(event, current);
+	rec.tid = perf_event_tid(event, current);
+
+	perf_output_put(&handle, rec);
+	__output_copy(&handle, out->maps, maps_size);
+	perf_event__output_id_sample(event, &handle, &sample);
+
+	perf_output_end(&handle);
+}
+
+static void perf_bio_emit(u64 cookie, u32 flags,
+			  const struct perf_bio_map *maps, unsigned int nr)
+{
+	struct perf_bio_output out = {
+		.rec = {
+			.cookie	= cookie,
+			.nr	= nr,
+			.flags	= flags,
+		},
+		.maps = maps,
+	};
+
+	perf_iterate_sb(perf_bio_output_event, &out, NULL);
+}
+
+/*
+ * One buffer for the table and the addresses: maps[max_maps], then
+ * files[max_maps], then addrs[nr_addrs].  Usually a few hundred bytes;
+ * kvmalloc() for the rare deep stack.
+ */
+static int perf_bio_alloc(struct perf_bio_resolve *res, unsigned int nr_addrs)
+{
+	unsigned int max_maps = clamp(nr_addrs, 1U, PERF_BIO_MAX_MAPS);
+	size_t size = max_maps * (sizeof(*res->maps) + sizeof(*res->files)) +
+		      nr_addrs * sizeof(*res->addrs);
+	void *buf;
+
+	buf = kvmalloc(size, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+
+	res->maps = buf;
+	res->files = buf + max_maps * sizeof(*res->maps);
+	res->addrs = (void *)(res->files + max_maps);
+	res->max_maps = max_maps;
+	return 0;
+}
+
+/*
+ * The unwind callback: build and emit the record of entry @cookie.
+ *
+ * Context: current, in task context before it returns to user space or
+ * in do_exit() with its mm; no locks held.
+ */
+static void perf_bio_unwind_callback(struct unwind_work *work,
+				     struct unwind_stacktrace *trace,
+				     u64 cookie)
+{
+	struct perf_bio_task *bt = &current->perf_bio;
+	struct perf_bio_resolve res = {};
+	unsigned int nr;
+
+	/* Nobody to tell: only empty the stash */
+	if (!atomic_read(&nr_defer_output_events)) {
+		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
+		perf_bio_alloc_stash(bt, cookie);
+		return;
+	}
+
+	nr = 1 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
+	if (perf_bio_alloc(&res, nr)) {
+		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
+		perf_bio_emit(cookie, res.flags | PERF_BIO_F_TRUNCATED, NULL, 0);
+		return;
+	}
+
+	/* The user IP even if the walk failed (it starts there otherwise) */
+	res.addrs[res.nr_addrs++] = instruction_pointer(task_pt_regs(current));
+	if (trace->nr)
+		memcpy(res.addrs + res.nr_addrs, trace->entries,
+		       trace->nr * sizeof(*res.addrs));
+	res.nr_addrs += trace->nr;
+	res.nr_addrs += perf_bio_take_stash(bt, cookie,
+					    res.addrs + res.nr_addrs,
+					    &res.flags);
+	perf_bio_alloc_stash(bt, cookie);
+
+	/*
+	 * The addresses are of the program that ran when the entry began;
+	 * after an exec they mean nothing in the new mm.
+	 */
+	if (READ_ONCE(bt->cookie) != cookie ||
+	    READ_ONCE(bt->exec_id) != current->self_exec_id) {
+		res.flags |= PERF_BIO_F_MM_CHANGED;
+	} else if (current->mm) {
+		res.nr_addrs = perf_bio_sort_addrs(res.addrs, res.nr_addrs);
+		perf_bio_find_vmas(current->mm, &res);
+		perf_bio_read_build_ids(&res);
+	}
+
+	perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps);
+	kvfree(res.maps);
+}
+
+/* ---- Hooks ---- */
+
+/**
+ * perf_bio_check_attr - reject what this kernel cannot do
+ * @attr: the attributes of a new event
+ *
+ * Return: -EINVAL for
+ * * PERF_SAMPLE_BUILD_ID_OFFSET with exclude_user: the record is about
+ *   user addresses only;
+ * * defer_output with exclude_user: the records describe user space, which
+ *   such an event asked not to see;
+ * * defer_callchain: deferred callchains are not implemented here, the
+ *   bit is reserved (tools probe it and fall back).
+ * 0 otherwise.  defer_output is valid on any other event: a per-task event
+ * receives the records of its task (inherited copies write to their
+ * parent's buffer, as for any record), a per-CPU event becomes a side-band
+ * event and receives the records of the tasks that run on its CPU.
+ */
+int perf_bio_check_attr(const struct perf_event_attr *attr)
+{
+	if (((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
+	     attr->defer_output) && attr->exclude_user)
+		return -EINVAL;
+	if (attr->defer_callchain)
+		return -EINVAL;
+	return 0;
+}
+
+/* From perf_event_init_task(): the child starts with the parent's copy */
+void perf_bio_init_task(struct task_struct *child)
+{
+	memset(&child->perf_bio, 0, sizeof(child->perf_bio));
+}
+
+/*
+ * From perf_event_exit_task(), on current, in do_exit() and when a
+ * set-uid exec drops the task's events.  Samples that come in later see
+ * no stash.
+ */
+void perf_bio_exit_task(struct task_struct *task)
+{
+	kfree(xchg(&task->perf_bio.stash, NULL));
+}
+
+/* From perf_event_init(): one unwind_work for every perf event, for good */
+void __init perf_bio_init(void)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < PERF_BIO_CACHE_SETS; i++)
+		spin_lock_init(&perf_bio_cache[i].lock);
+
+	ret = unwind_deferred_init(&perf_bio_unwind_work,
+				   perf_bio_unwind_callback);
+	/* Then every request fails and samples carry cookie 0 */
+	WARN(ret, "perf: no deferred unwind for build-ID offsets: %d\n", ret);
+}

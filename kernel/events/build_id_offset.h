@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _KERNEL_EVENTS_BUILD_ID_OFFSET_H
+#define _KERNEL_EVENTS_BUILD_ID_OFFSET_H
+
+/*
+ * PERF_SAMPLE_BUILD_ID_OFFSET: the hooks core.c calls, and the internals
+ * the KUnit suite reaches.  See build_id_offset.c.
+ */
+
+#include <linux/buildid.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <asm/local.h>
+
+struct file;
+struct mm_struct;
+struct perf_bio_task;
+struct pt_regs;
+struct task_struct;
+
+/* Events with attr.defer_output, counted by account_event() */
+extern atomic_t nr_defer_output_events;
+
+#ifdef CONFIG_PERF_BUILD_ID_OFFSET
+
+void perf_bio_init(void);
+void perf_bio_init_task(struct task_struct *child);
+void perf_bio_exit_task(struct task_struct *task);
+int perf_bio_check_attr(const struct perf_event_attr *attr);
+void perf_bio_prepare_sample(struct perf_sample_data *data,
+			     struct perf_event *event, struct pt_regs *regs);
+
+#else /* !CONFIG_PERF_BUILD_ID_OFFSET */
+
+static inline void perf_bio_init(void) { }
+static inline void perf_bio_init_task(struct task_struct *child) { }
+static inline void perf_bio_exit_task(struct task_struct *task) { }
+
+/* Without the feature none of its bits is valid */
+static inline int perf_bio_check_attr(const struct perf_event_attr *attr)
+{
+	if ((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
+	    attr->defer_callchain || attr->defer_output)
+		return -EINVAL;
+	return 0;
+}
+
+static inline void perf_bio_prepare_sample(struct perf_sample_data *data,
+					   struct perf_event *event,
+					   struct pt_regs *regs)
+{
+	data->defer_cookie = 0;
+}
+
+#endif /* CONFIG_PERF_BUILD_ID_OFFSET */
+
+/* One entry of PERF_RECORD_BUILD_ID_OFFSET::maps[] */
+struct perf_bio_map {
+	u64	start;
+	u64	end;
+	u64	pgoff;
+	u8	build_id_size;
+	u8	flags;
+	u16	__reserved;
+	u8	build_id[BUILD_ID_SIZE_MAX];
+};
+
+/* The fixed part of PERF_RECORD_BUILD_ID_OFFSET, before maps[] */
+struct perf_bio_record {
+	struct perf_event_header	header;
+	u32				pid;
+	u32				tid;
+	u64				cookie;
+	u32				nr;
+	u32				flags;
+};
+
+/*
+ * User addresses of one kernel entry of a task that only the samples
+ * see (branch stacks, precise IPs), kept until the deferred work.  1 KiB:
+ * room for two 32-deep LBR stacks (from and to of each branch) minus the
+ * header.
+ */
+#define PERF_BIO_STASH_ENTRIES	126
+
+/**
+ * struct perf_bio_stash - sample addresses waiting for the deferred work
+ * @cookie:	entry the addresses belong to; set by the sample that takes
+ *		slot 0
+ * @nr:		slots taken; more than PERF_BIO_STASH_ENTRIES means that
+ *		some addresses were dropped
+ * @addrs:	the addresses, in no order
+ */
+struct perf_bio_stash {
+	u64		cookie;
+	local_t		nr;
+	unsigned long	addrs[PERF_BIO_STASH_ENTRIES];
+};
+
+/* Bound on maps[]: a 12 KiB record, well below the 64 KiB of header.size */
+#define PERF_BIO_MAX_MAPS	256
+
+/**
+ * struct perf_bio_resolve - one record being built, in task context
+ * @addrs:	user addresses to resolve; sorted and unique once collected
+ * @nr_addrs:	entries in @addrs
+ * @maps:	the table, sorted by start
+ * @files:	for each of @maps, the file whose build-ID is still to be
+ *		read, with a reference; NULL when there is none to read
+ * @nr_maps:	entries in @maps
+ * @max_maps:	room in @maps and @files
+ * @flags:	PERF_BIO_F_*
+ */
+struct perf_bio_resolve {
+	unsigned long		*addrs;
+	unsigned int		nr_addrs;
+	struct perf_bio_map	*maps;
+	struct file		**files;
+	unsigned int		nr_maps;
+	unsigned int		max_maps;
+	u32			flags;
+};
+
+/*
+ * The identity and the version of a file, as the build-ID cache keys it.
+ * See perf_bio_key_init().
+ */
+struct perf_bio_key {
+	u64			ino;
+	u64			version;
+	loff_t			size;
+	struct timespec64	mtime;
+	struct timespec64	ctime;
+	dev_t			dev;
+	u32			generation;
+};
+
+/* Internals the KUnit suite calls directly (VISIBLE_IF_KUNIT) */
+#if IS_ENABLED(CONFIG_KUNIT) && defined(CONFIG_PERF_BUILD_ID_OFFSET)
+void perf_bio_stash_sample(struct perf_bio_task *bt, u64 cookie,
+			   unsigned long ip, const struct perf_branch_stack *bs);
+unsigned int perf_bio_take_stash(struct perf_bio_task *bt, u64 cookie,
+				 unsigned long *addrs, u32 *flags);
+unsigned int perf_bio_sort_addrs(unsigned long *addrs, unsigned int nr);
+void perf_bio_find_vmas(struct mm_struct *mm, struct perf_bio_resolve *res);
+void perf_bio_read_build_ids(struct perf_bio_resolve *res);
+u8 perf_bio_file_flags(struct file *file);
+void perf_bio_key_init(struct perf_bio_key *key, struct file *file);
+bool perf_bio_cache_lookup(const struct perf_bio_key *key,
+			   struct perf_bio_map *map);
+void perf_bio_build_id(struct file *file, struct perf_bio_map *map);
+#endif
+
+#endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

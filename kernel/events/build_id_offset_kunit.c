@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for PERF_SAMPLE_BUILD_ID_OFFSET (build_id_offset.c): the
+ * parts that user space cannot reach or cannot observe.
+ *
+ * There is no PMU under emulation, so no branch stack either: the tests
+ * hand made-up branch stacks to the stash directly.  The resolver runs on
+ * the test thread's own mm, which kunit_vm_mmap() creates; the test maps
+ * anonymous memory, a shmem file holding a small ELF image with a GNU
+ * build-ID note (at two file offsets), and a special mapping named like
+ * the vDSO, and resolves addresses in and around them.
+ *
+ * Cases:
+ *   bio_layout		UAPI sizes and offsets, the attr bit positions
+ *   bio_check_attr	which attribute combinations are refused
+ *   bio_sort_addrs	sorting, duplicates, zero and kernel addresses
+ *   bio_stash_*	the stash of precise IPs and branch addresses: kept,
+ *			after the record, without a stash, overflow, a stale
+ *			entry
+ *   bio_table		the VMA table from IP, callchain and branch
+ *			addresses: order, ranges, pgoff, flags, build-IDs,
+ *			every reserved and padding byte zero
+ *   bio_table_truncated the bound on maps[]
+ *   bio_cache		build-ID cache hits, and misses once the file changed
+ *   bio_no_build_id	a file that is no ELF: flagged, and cached as such
+ *
+ * Not covered here: the sampling hook itself, which needs a perf event in
+ * an interrupt, and the emission of the record into ring buffers, which
+ * the user-space selftest checks end to end.
+ */
+
+#include <kunit/test.h>
+#include <linux/elf.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/overflow.h>
+#include <linux/perf_event.h>
+#include <linux/sched/mm.h>
+#include <linux/shmem_fs.h>
+#include <linux/slab.h>
+
+#include "build_id_offset.h"
+
+/* Address layout of the test mm, in pages from BIO_BASE */
+#define BIO_BASE	0x50000000UL
+#define BIO_P		PAGE_SIZE
+#define BIO_ANON	(BIO_BASE)		/* 2 pages, anonymous */
+#define BIO_FILE0	(BIO_BASE + 4 * BIO_P)	/* 1 page, file offset 0 */
+#define BIO_FILE2	(BIO_BASE + 5 * BIO_P)	/* 2 pages, file offset 2 pages */
+#define BIO_VDSO	(BIO_BASE + 8 * BIO_P)	/* 1 page, "[vdso]" */
+#define BIO_FILE_SIZE	(4 * BIO_P)
+
+#define BIO_KERNEL_ADDR	0xffffffff81000000UL
+
+/* Note type of a GNU build-ID; the kernel headers do not name it */
+#define BIO_NT_GNU_BUILD_ID	3
+
+/* The smallest ELF file with a GNU build-ID note that lib/buildid reads */
+struct bio_elf {
+	struct elf64_hdr	ehdr;
+	struct elf64_phdr	phdr;
+	struct elf64_note	nhdr;
+	char			name[4];
+	u8			desc[BUILD_ID_SIZE_MAX];
+};
+
+static const struct vm_special_mapping bio_vdso_mapping = {
+	.name = "[vdso]",
+};
+
+KUNIT_DEFINE_ACTION_WRAPPER(bio_fput, fput, struct file *);
+
+static void bio_fill_id(u8 *id, u8 seed)
+{
+	int i;
+
+	for (i = 0; i < BUILD_ID_SIZE_MAX; i++)
+		id[i] = seed + i;
+}
+
+static void bio_elf_init(struct bio_elf *elf, u8 seed)
+{
+	memset(elf, 0, sizeof(*elf));
+	memcpy(elf->ehdr.e_ident, ELFMAG, SELFMAG);
+	elf->ehdr.e_ident[EI_CLASS] = ELFCLASS64;
+	elf->ehdr.e_ident[EI_DATA] = ELFDATA2LSB;
+	elf->ehdr.e_ident[EI_VERSION] = EV_CURRENT;
+	elf->ehdr.e_type = ET_DYN;
+	elf->ehdr.e_machine = EM_X86_64;
+	elf->ehdr.e_version = EV_CURRENT;
+	elf->ehdr.e_phoff = offsetof(struct bio_elf, phdr);
+	elf->ehdr.e_ehsize = sizeof(elf->ehdr);
+	elf->ehdr.e_phentsize = sizeof(elf->phdr);
+	elf->ehdr.e_phnum = 1;
+
+	elf->phdr.p_type = PT_NOTE;
+	elf->phdr.p_offset = offsetof(struct bio_elf, nhdr);
+	elf->phdr.p_filesz = sizeof(elf->nhdr) + sizeof(elf->name) +
+			     sizeof(elf->desc);
+	elf->phdr.p_align = 4;
+
+	elf->nhdr.n_namesz = sizeof(elf->name);
+	elf->nhdr.n_descsz = sizeof(elf->desc);
+	elf->nhdr.n_type = BIO_NT_GNU_BUILD_ID;
+	memcpy(elf->name, "GNU", sizeof(elf->name));
+	bio_fill_id(elf->desc, seed);
+}
+
+/* A shmem file of BIO_FILE_SIZE bytes that starts with @len bytes of @buf */
+static struct file *bio_file(struct kunit *test, const void *buf, size_t len)
+{
+	struct file *file;
+	loff_t pos = 0;
+
+	file = shmem_file_setup("perf_bio_kunit", BIO_FILE_SIZE, VM_NORESERVE);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(file));
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, bio_fput, file));
+	KUNIT_ASSERT_EQ(test, (ssize_t)len, kernel_write(file, buf, len, &pos));
+	return file;
+}
+
+static struct file *bio_elf_file(struct kunit *test, u8 seed)
+{
+	struct bio_elf elf;
+
+	bio_elf_init(&elf, seed);
+	return bio_file(test, &elf, sizeof(elf));
+}
+
+static bool bio_all_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+static void bio_layout(struct kunit *test)
+{
+	struct perf_event_attr attr = {};
+	u64 word;
+
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bio_map), 48);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, pgoff), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, build_id_size), 24);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, flags), 25);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, __reserved), 26);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, build_id), 28);
+
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bio_record), 32);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, pid), 8);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, cookie), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, nr), 24);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, flags), 28);
+
+	KUNIT_EXPECT_EQ(test, PERF_SAMPLE_BUILD_ID_OFFSET, 1U << 25);
+	KUNIT_EXPECT_EQ(test, PERF_RECORD_BUILD_ID_OFFSET, 23);
+
+	/* Upstream's positions: right after sigtrap (bit 37) */
+	if (!IS_ENABLED(CONFIG_CPU_LITTLE_ENDIAN))
+		kunit_skip(test, "bit positions checked on little-endian only");
+	attr.sigtrap = 1;
+	memcpy(&word, (u8 *)&attr + offsetofend(struct perf_event_attr,
+						read_format), sizeof(word));
+	KUNIT_EXPECT_EQ(test, word, BIT_ULL(37));
+	attr.sigtrap = 0;
+	attr.defer_callchain = 1;
+	attr.defer_output = 1;
+	memcpy(&word, (u8 *)&attr + offsetofend(struct perf_event_attr,
+						read_format), sizeof(word));
+	KUNIT_EXPECT_EQ(test, word, BIT_ULL(38) | BIT_ULL(39));
+}
+
+static void bio_check_attr(struct kunit *test)
+{
+	struct perf_event_attr attr = {
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_BUILD_ID_OFFSET,
+		.exclude_kernel = 1,
+	};
+
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+
+	attr.exclude_user = 1;
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+
+	/* Without the sample bit exclude_user is none of our business */
+	attr.sample_type = PERF_SAMPLE_IP;
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+
+	attr = (struct perf_event_attr){ .defer_output = 1, .mmap = 1 };
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	attr.inherit = 1;
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	/* A receiver that excludes user space would get user records */
+	attr.exclude_user = 1;
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+
+	attr = (struct perf_event_attr){ .defer_callchain = 1 };
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+}
+
+static void bio_sort_addrs(struct kunit *test)
+{
+	unsigned long addrs[] = {
+		0x5000, 0, 0x3000, 0x5000, TASK_SIZE, ULONG_MAX, 0x1000,
+		0x3000, TASK_SIZE - 1, BIO_KERNEL_ADDR,
+	};
+	unsigned long want[] = { 0x1000, 0x3000, 0x5000, TASK_SIZE - 1 };
+	unsigned int n;
+
+	n = perf_bio_sort_addrs(addrs, ARRAY_SIZE(addrs));
+	KUNIT_ASSERT_EQ(test, n, ARRAY_SIZE(want));
+	KUNIT_EXPECT_MEMEQ(test, addrs, want, sizeof(want));
+
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_sort_addrs(addrs, 0));
+}
+
+static struct perf_branch_stack *bio_branches(struct kunit *test,
+					      unsigned int nr)
+{
+	struct perf_branch_stack *bs;
+
+	bs = kunit_kzalloc(test, struct_size(bs, entries, nr), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bs);
+	bs->nr = nr;
+	return bs;
+}
+
+static struct perf_bio_stash *bio_stash(struct kunit *test,
+					struct perf_bio_task *bt)
+{
+	bt->stash = kunit_kzalloc(test, sizeof(*bt->stash), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bt->stash);
+	return bt->stash;
+}
+
+/* Room for what perf_bio_take_stash() moves out */
+static unsigned long *bio_stash_buf(struct kunit *test)
+{
+	unsigned long *buf;
+
+	buf = kunit_kcalloc(test, PERF_BIO_STASH_ENTRIES, sizeof(*buf),
+			    GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	return buf;
+}
+
+static void bio_stash_kept(struct kunit *test)
+{
+	struct perf_branch_stack *bs = bio_branches(test, 3);
+	unsigned long *addrs = bio_stash_buf(test);
+	unsigned long want[] = { 0x4000, 0x1000, 0x2000, 0x1000, 0x3000 };
+	struct perf_bio_task bt = {};
+	u32 flags = 0;
+
+	bio_stash(test, &bt);
+	bs->entries[0].from = 0x1000;
+	bs->entries[0].to = 0x2000;
+	/* Kernel and empty addresses are not kept */
+	bs->entries[1].from = BIO_KERNEL_ADDR;
+	bs->entries[1].to = 0;
+	bs->entries[2].from = 0x1000;
+	bs->entries[2].to = 0x3000;
+
+	/* A precise IP, then the branches; a kernel IP is not kept */
+	perf_bio_stash_sample(&bt, 7, 0x4000, bs);
+	perf_bio_stash_sample(&bt, 7, BIO_KERNEL_ADDR, NULL);
+	KUNIT_ASSERT_EQ(test, ARRAY_SIZE(want),
+			perf_bio_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_MEMEQ(test, addrs, want, sizeof(want));
+	KUNIT_EXPECT_EQ(test, flags, 0);
+	KUNIT_EXPECT_EQ(test, bt.done, 7);
+	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
+}
+
+static void bio_stash_after_record(struct kunit *test)
+{
+	struct perf_branch_stack *bs = bio_branches(test, 1);
+	unsigned long *addrs = bio_stash_buf(test);
+	struct perf_bio_task bt = {};
+	u32 flags = 0;
+
+	bio_stash(test, &bt);
+	bs->entries[0].from = 0x1000;
+	bs->entries[0].to = 0x2000;
+
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 7, addrs, &flags));
+	/* A sample of entry 7 after its record: nothing kept */
+	perf_bio_stash_sample(&bt, 7, 0, bs);
+	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
+
+	/* The next entry is kept again */
+	perf_bio_stash_sample(&bt, 9, 0, bs);
+	KUNIT_EXPECT_EQ(test, 2, perf_bio_take_stash(&bt, 9, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, 0);
+}
+
+static void bio_stash_missing(struct kunit *test)
+{
+	struct perf_branch_stack *bs = bio_branches(test, 1);
+	unsigned long *addrs = bio_stash_buf(test);
+	struct perf_bio_task bt = {};
+	u32 flags = 0;
+
+	bs->entries[0].from = 0x1000;
+	perf_bio_stash_sample(&bt, 7, 0, bs);
+	KUNIT_EXPECT_EQ(test, bt.missed, 7);
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+
+	/* Another entry did not miss anything */
+	flags = 0;
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 9, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, 0);
+}
+
+static void bio_stash_overflow(struct kunit *test)
+{
+	unsigned int i, nr = PERF_BIO_STASH_ENTRIES / 2 + 7;
+	struct perf_branch_stack *bs = bio_branches(test, nr);
+	unsigned long *addrs = bio_stash_buf(test);
+	struct perf_bio_task bt = {};
+	u32 flags = 0;
+
+	bio_stash(test, &bt);
+	for (i = 0; i < nr; i++) {
+		bs->entries[i].from = 0x10000 + i;
+		bs->entries[i].to = 0x20000 + i;
+	}
+	perf_bio_stash_sample(&bt, 7, 0, bs);
+	KUNIT_EXPECT_EQ(test, PERF_BIO_STASH_ENTRIES,
+			perf_bio_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+	KUNIT_EXPECT_EQ(test, addrs[0], 0x10000);
+	KUNIT_EXPECT_EQ(test, addrs[1], 0x20000);
+}
+
+static void bio_stash_stale(struct kunit *test)
+{
+	struct perf_branch_stack *bs = bio_branches(test, 1);
+	unsigned long *addrs = bio_stash_buf(test);
+	struct perf_bio_task bt = {};
+	u32 flags = 0;
+
+	bio_stash(test, &bt);
+	bs->entries[0].from = 0x1000;
+	/* Entry 7's work never ran; entry 9 adds to its leftovers */
+	perf_bio_stash_sample(&bt, 7, 0, bs);
+	perf_bio_stash_sample(&bt, 9, 0, bs);
+	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 9, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
+}
+
+/* Map the test layout into the test thread's mm */
+static void bio_map_layout(struct kunit *test, struct file *file)
+{
+	struct vm_area_struct *vma;
+	struct mm_struct *mm;
+	unsigned long addr;
+
+	addr = kunit_vm_mmap(test, NULL, BIO_ANON, 2 * BIO_P,
+			     PROT_READ | PROT_WRITE,
+			     MAP_ANONYMOUS | MAP_PRIVATE | MAP_FIXED, 0);
+	KUNIT_ASSERT_EQ(test, addr, BIO_ANON);
+	addr = kunit_vm_mmap(test, file, BIO_FILE0, BIO_P, PROT_READ,
+			     MAP_PRIVATE | MAP_FIXED, 0);
+	KUNIT_ASSERT_EQ(test, addr, BIO_FILE0);
+	addr = kunit_vm_mmap(test, file, BIO_FILE2, 2 * BIO_P, PROT_READ,
+			     MAP_PRIVATE | MAP_FIXED, 2 * BIO_P);
+	KUNIT_ASSERT_EQ(test, addr, BIO_FILE2);
+
+	mm = current->mm;
+	KUNIT_ASSERT_NOT_NULL(test, mm);
+	mmap_write_lock(mm);
+	vma = _install_special_mapping(mm, BIO_VDSO, BIO_P,
+				       VM_READ | VM_EXEC | VM_MAYREAD |
+				       VM_MAYEXEC, &bio_vdso_mapping);
+	mmap_write_unlock(mm);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(vma));
+}
+
+/*
+ * What the deferred work would collect for one entry: an IP and a
+ * callchain (with the kinds of junk an unwind can end on), then the
+ * branch addresses of two samples.
+ */
+static const unsigned long bio_addrs[] = {
+	BIO_FILE0 + 0x10,		/* user IP */
+	BIO_FILE2 + 0x20,		/* callchain */
+	BIO_FILE2 + BIO_P + 0x30,
+	BIO_VDSO + 0x40,
+	BIO_ANON + 8,
+	BIO_KERNEL_ADDR,
+	0,
+	BIO_BASE + 3 * BIO_P,		/* branches: in a hole */
+	BIO_FILE0 + 0x10,		/* again */
+	BIO_ANON + BIO_P + 16,
+	BIO_BASE + 20 * BIO_P,		/* above every VMA */
+};
+
+static void bio_resolve(struct kunit *test, struct perf_bio_resolve *res,
+			unsigned int max_maps)
+{
+	size_t maps_size = max_maps * sizeof(*res->maps);
+
+	res->addrs = kunit_kmalloc(test, sizeof(bio_addrs), GFP_KERNEL);
+	res->maps = kunit_kmalloc(test, maps_size, GFP_KERNEL);
+	res->files = kunit_kcalloc(test, max_maps, sizeof(*res->files),
+				   GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, res->addrs);
+	KUNIT_ASSERT_NOT_NULL(test, res->maps);
+	KUNIT_ASSERT_NOT_NULL(test, res->files);
+
+	/* Whatever is not written must not leak: start from 0xff */
+	memset(res->maps, 0xff, maps_size);
+	memcpy(res->addrs, bio_addrs, sizeof(bio_addrs));
+	res->nr_addrs = perf_bio_sort_addrs(res->addrs, ARRAY_SIZE(bio_addrs));
+	res->max_maps = max_maps;
+
+	perf_bio_find_vmas(current->mm, res);
+	perf_bio_read_build_ids(res);
+}
+
+static void bio_expect_map(struct kunit *test, const struct perf_bio_map *m,
+			   unsigned long start, unsigned long end, u64 pgoff,
+			   u8 flags, const u8 *id)
+{
+	KUNIT_EXPECT_EQ(test, m->start, start);
+	KUNIT_EXPECT_EQ(test, m->end, end);
+	KUNIT_EXPECT_EQ(test, m->pgoff, pgoff);
+	KUNIT_EXPECT_EQ(test, m->flags, flags);
+	KUNIT_EXPECT_EQ(test, m->__reserved, 0);
+	if (id) {
+		KUNIT_EXPECT_EQ(test, m->build_id_size, BUILD_ID_SIZE_MAX);
+		KUNIT_EXPECT_MEMEQ(test, m->build_id, id, BUILD_ID_SIZE_MAX);
+	} else {
+		KUNIT_EXPECT_EQ(test, m->build_id_size, 0);
+		KUNIT_EXPECT_TRUE(test, bio_all_zero(m->build_id,
+						     sizeof(m->build_id)));
+	}
+}
+
+static void bio_table(struct kunit *test)
+{
+	struct file *file = bio_elf_file(test, 0x40);
+	struct perf_bio_resolve res = {};
+	u8 id[BUILD_ID_SIZE_MAX];
+	unsigned int i;
+
+	bio_fill_id(id, 0x40);
+	bio_map_layout(test, file);
+	bio_resolve(test, &res, 8);
+
+	/* Sorted, unique, user only; hole and above-all stay in */
+	KUNIT_EXPECT_EQ(test, res.nr_addrs, 8);
+	KUNIT_EXPECT_EQ(test, res.flags, 0);
+	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
+
+	bio_expect_map(test, &res.maps[0], BIO_ANON, BIO_ANON + 2 * BIO_P, 0,
+		       PERF_BIO_MAP_ANON, NULL);
+	bio_expect_map(test, &res.maps[1], BIO_FILE0, BIO_FILE0 + BIO_P, 0,
+		       PERF_BIO_MAP_ANON_FILE, id);
+	bio_expect_map(test, &res.maps[2], BIO_FILE2, BIO_FILE2 + 2 * BIO_P,
+		       2 * BIO_P, PERF_BIO_MAP_ANON_FILE, id);
+	bio_expect_map(test, &res.maps[3], BIO_VDSO, BIO_VDSO + BIO_P, 0,
+		       PERF_BIO_MAP_VDSO, NULL);
+
+	/* Every file reference was dropped */
+	for (i = 0; i < res.max_maps; i++)
+		KUNIT_EXPECT_NULL(test, res.files[i]);
+}
+
+static void bio_table_truncated(struct kunit *test)
+{
+	struct file *file = bio_elf_file(test, 0x40);
+	struct perf_bio_resolve res = {};
+
+	bio_map_layout(test, file);
+	bio_resolve(test, &res, 2);
+
+	KUNIT_EXPECT_EQ(test, res.flags, PERF_BIO_F_TRUNCATED);
+	KUNIT_ASSERT_EQ(test, res.nr_maps, 2);
+	KUNIT_EXPECT_EQ(test, res.maps[0].start, BIO_ANON);
+	KUNIT_EXPECT_EQ(test, res.maps[1].start, BIO_FILE0);
+}
+
+static void bio_cache(struct kunit *test)
+{
+	struct file *file = bio_elf_file(test, 0x10);
+	struct perf_bio_map map = {};
+	struct perf_bio_key key;
+	u8 id[BUILD_ID_SIZE_MAX];
+	struct bio_elf elf;
+	loff_t pos = 0;
+
+	KUNIT_EXPECT_EQ(test, perf_bio_file_flags(file), PERF_BIO_MAP_ANON_FILE);
+
+	/* A new inode is not in the cache; once read, it is */
+	perf_bio_key_init(&key, file);
+	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
+	perf_bio_build_id(file, &map);
+	bio_fill_id(id, 0x10);
+	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
+	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+
+	memset(&map, 0, sizeof(map));
+	perf_bio_key_init(&key, file);
+	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+
+	/* Rewrite the note in place, same size: the old entry must miss */
+	bio_elf_init(&elf, 0x80);
+	KUNIT_ASSERT_EQ(test, (ssize_t)sizeof(elf),
+			kernel_write(file, &elf, sizeof(elf), &pos));
+	perf_bio_key_init(&key, file);
+	memset(&map, 0, sizeof(map));
+	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
+	perf_bio_build_id(file, &map);
+	bio_fill_id(id, 0x80);
+	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+	memset(&map, 0, sizeof(map));
+	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+}
+
+static void bio_no_build_id(struct kunit *test)
+{
+	static const char text[] = "#!/bin/sh\necho not an ELF file\n";
+	struct file *file = bio_file(test, text, sizeof(text));
+	struct perf_bio_map map = {};
+	struct perf_bio_key key;
+
+	perf_bio_build_id(file, &map);
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
+	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
+	KUNIT_EXPECT_TRUE(test, bio_all_zero(map.build_id, sizeof(map.build_id)));
+
+	/* Negative results are cached too */
+	memset(&map, 0, sizeof(map));
+	perf_bio_key_init(&key, file);
+	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
+}
+
+static struct kunit_case build_id_offset_test_cases[] = {
+	KUNIT_CASE(bio_layout),
+	KUNIT_CASE(bio_check_attr),
+	KUNIT_CASE(bio_sort_addrs),
+	KUNIT_CASE(bio_stash_kept),
+	KUNIT_CASE(bio_stash_after_record),
+	KUNIT_CASE(bio_stash_missing),
+	KUNIT_CASE(bio_stash_overflow),
+	KUNIT_CASE(bio_stash_stale),
+	KUNIT_CASE(bio_table),
+	KUNIT_CASE(bio_table_truncated),
+	KUNIT_CASE(bio_cache),
+	KUNIT_CASE(bio_no_build_id),
+	{}
+};
+
+static struct kunit_suite build_id_offset_test_suite = {
+	.name = "perf_build_id_offset",
+	.test_cases = build_id_offset_test_cases,
+};
+
+kunit_test_suite(build_id_offset_test_suite);

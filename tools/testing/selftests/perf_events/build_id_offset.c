@@ -1,0 +1,1847 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PERF_SAMPLE_BUILD_ID_OFFSET end to end: samples carry a cookie, and
+ * PERF_RECORD_BUILD_ID_OFFSET records with the same cookie must map every
+ * sampled user address (the IP and the user call chain) to the mapping,
+ * file offset and build-ID that /proc/PID/maps and the ELF notes of the
+ * mapped files say.  Software cpu-clock events only: no PMU is needed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "../kselftest_harness.h"
+
+#define RING_PAGES	256
+#define PERIOD_NS	100000
+#define MAX_BUILD_ID	20
+#define USER_TOP	(1ULL << 47)
+
+/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
+struct bio_map {
+	uint64_t start, end, pgoff;
+	uint8_t build_id_size, flags;
+	uint16_t reserved;
+	uint8_t build_id[MAX_BUILD_ID];
+};
+
+struct bio_rec_head {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	uint64_t cookie;
+	uint32_t nr, flags;
+};
+
+#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
+			 PERF_BIO_F_ADDRS_DROPPED)
+#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
+			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
+			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
+
+/* What the tests keep of the samples and records they read */
+struct sample {
+	uint32_t pid, tid, cpu;
+	uint64_t time, cookie;
+	bool kernel;		/* taken in kernel mode */
+	int nr;			/* user addresses */
+	uint64_t *addrs;
+};
+
+struct record {
+	uint32_t pid, tid, cpu, flags, nr;
+	uint64_t time, cookie;
+	struct bio_map *maps;
+};
+
+struct trace {
+	struct sample *s;
+	int nr_s, max_s;
+	struct record *r;
+	int nr_r, max_r;
+	uint64_t lost;
+	int bad_records;	/* layout, padding or pointer problems */
+	char why[256];		/* the first of them */
+};
+
+/* One event and its ring buffer */
+struct ring {
+	int fd, cpu;
+	struct perf_event_mmap_page *pg;
+	char *data;
+	uint64_t size;
+};
+
+static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+	PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN |
+	PERF_SAMPLE_BUILD_ID_OFFSET;
+
+static void bio_attr(struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = PERF_TYPE_SOFTWARE;
+	attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	attr->sample_period = PERIOD_NS;
+	attr->sample_type = sample_type;
+	attr->sample_id_all = 1;
+	attr->exclude_callchain_kernel = 1;
+	attr->defer_output = 1;
+	attr->disabled = 1;
+}
+
+static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	return syscall(__NR_perf_event_open, attr, pid, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+/*
+ * Map the buffer writable and fill it with 0xff: a byte of a record the
+ * kernel leaves unwritten then reads back as 0xff, not as a lucky zero.
+ */
+static int ring_open(struct ring *rb, struct perf_event_attr *attr,
+		     pid_t pid, int cpu)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	rb->cpu = cpu;
+	rb->fd = perf_open(attr, pid, cpu);
+	if (rb->fd < 0)
+		return -errno;
+	p = mmap(NULL, (RING_PAGES + 1) * page, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, rb->fd, 0);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		close(rb->fd);
+		return err;
+	}
+	rb->pg = p;
+	rb->data = (char *)p + page;
+	rb->size = (uint64_t)RING_PAGES * page;
+	memset(rb->data, 0xff, rb->size);
+	return 0;
+}
+
+static void ring_close(struct ring *rb)
+{
+	munmap(rb->pg, rb->size + sysconf(_SC_PAGESIZE));
+	close(rb->fd);
+}
+
+static void *grow(void *p, int *max, size_t elem)
+{
+	*max = *max ? *max * 2 : 1024;
+	p = realloc(p, *max * elem);
+	if (!p) {
+		perror("realloc");
+		exit(KSFT_FAIL);
+	}
+	return p;
+}
+
+static void bad(struct trace *t, const char *why)
+{
+	if (!t->bad_records++)
+		snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+/* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+};
+
+static void parse_record(struct trace *t, const struct bio_rec_head *h)
+{
+	const struct bio_map *maps = (const void *)(h + 1);
+	const struct sample_id *id;
+	struct record *r;
+	uint32_t i, j;
+
+	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
+			      sizeof(*id)) {
+		bad(t, "record size does not match nr");
+		return;
+	}
+	id = (const void *)(maps + h->nr);
+	if (h->flags & ~BIO_F_KNOWN)
+		bad(t, "unknown record flags");
+	if (h->header.misc != PERF_RECORD_MISC_USER)
+		bad(t, "header.misc is not PERF_RECORD_MISC_USER");
+	if (id->res)
+		bad(t, "sample_id padding not zero");
+	if (!h->cookie)
+		bad(t, "record with cookie 0");
+	for (i = 0; i < h->nr; i++) {
+		const struct bio_map *m = &maps[i];
+
+		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
+			bad(t, "map reserved bits set");
+		if (m->build_id_size > MAX_BUILD_ID)
+			bad(t, "build_id_size too large");
+		for (j = m->build_id_size; j < MAX_BUILD_ID &&
+					   m->build_id_size <= MAX_BUILD_ID; j++)
+			if (m->build_id[j])
+				bad(t, "build_id padding not zero");
+		if (m->start >= m->end || m->end > USER_TOP)
+			bad(t, "map is not a user range");
+		if (i && maps[i - 1].end > m->start)
+			bad(t, "maps not sorted or overlapping");
+		if (m->pgoff % sysconf(_SC_PAGESIZE))
+			bad(t, "pgoff not page aligned");
+		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
+						       m->build_id_size))
+			bad(t, "anonymous map with offset or build-ID");
+	}
+
+	if (t->nr_r == t->max_r)
+		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
+	r = &t->r[t->nr_r++];
+	r->pid = h->pid;
+	r->tid = h->tid;
+	r->cpu = id->cpu;
+	r->time = id->time;
+	r->cookie = h->cookie;
+	r->flags = h->flags;
+	r->nr = h->nr;
+	r->maps = malloc(h->nr * sizeof(*maps) + 1);
+	memcpy(r->maps, maps, h->nr * sizeof(*maps));
+}
+
+static void parse_sample(struct trace *t, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const uint64_t *end = (const void *)((const char *)h + h->size);
+	uint64_t ip, nr, i;
+	struct sample *s;
+	bool user = false;
+
+	if (t->nr_s == t->max_s)
+		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
+	s = &t->s[t->nr_s];
+	ip = *p++;
+	s->pid = *p & 0xffffffff;
+	s->tid = *p++ >> 32;
+	s->time = *p++;
+	s->cpu = *p++ & 0xffffffff;
+	nr = *p++;
+	if (p + nr + 1 != end) {
+		bad(t, "sample size does not match its fields");
+		return;
+	}
+	s->addrs = malloc((nr + 1) * sizeof(uint64_t));
+	s->nr = 0;
+	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+		    PERF_RECORD_MISC_KERNEL;
+	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
+		s->addrs[s->nr++] = ip;
+	for (i = 0; i < nr; i++) {
+		if (p[i] >= PERF_CONTEXT_MAX) {
+			user = p[i] == PERF_CONTEXT_USER;
+			continue;
+		}
+		/* The sample's own user IP comes first: keep it once */
+		if (user && !(s->nr == 1 && i && p[i] == ip &&
+			      p[i - 1] == PERF_CONTEXT_USER))
+			s->addrs[s->nr++] = p[i];
+	}
+	s->cookie = p[nr];
+	t->nr_s++;
+}
+
+/* Copy out what the kernel wrote since the last call */
+static void ring_drain(struct ring *rb, struct trace *t)
+{
+	uint64_t head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = rb->pg->data_tail;
+	static char *buf;
+
+	if (!buf)
+		buf = malloc(1 << 16);
+	while (tail < head) {
+		uint64_t off = tail % rb->size, len;
+		struct perf_event_header *h = (void *)(rb->data + off);
+
+		len = h->size;
+		if (off + len > rb->size) {
+			memcpy(buf, rb->data + off, rb->size - off);
+			memcpy(buf + rb->size - off, rb->data,
+			       len - (rb->size - off));
+			h = (void *)buf;
+		}
+		switch (h->type) {
+		case PERF_RECORD_SAMPLE:
+			parse_sample(t, h);
+			break;
+		case PERF_RECORD_BUILD_ID_OFFSET:
+			parse_record(t, (void *)h);
+			break;
+		case PERF_RECORD_LOST:
+			t->lost += ((uint64_t *)(h + 1))[1];
+			break;
+		}
+		/* Hand the bytes back as we got them: 0xff */
+		if (off + len > rb->size) {
+			memset(rb->data + off, 0xff, rb->size - off);
+			memset(rb->data, 0xff, len - (rb->size - off));
+		} else {
+			memset(rb->data + off, 0xff, len);
+		}
+		tail += len;
+	}
+	__atomic_store_n(&rb->pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
+
+enum vma_kind { VMA_ANON, VMA_FILE, VMA_VDSO, VMA_OTHER };
+
+struct vma {
+	uint64_t start, end, pgoff;
+	enum vma_kind kind;
+	bool deleted;
+	char path[PATH_MAX];
+	/* Filled lazily from the file, or set by the test */
+	int bid_size;		/* -1: not known yet */
+	uint8_t bid[MAX_BUILD_ID];
+	uint8_t want_flags;	/* must be set in the record's map */
+};
+
+struct maps {
+	struct vma *v;
+	int nr;
+};
+
+/* Parse @file, /proc/PID/maps or a copy of it */
+static void maps_read(struct maps *m, const char *file)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen(file, "r");
+
+	m->v = NULL;
+	m->nr = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off;
+		struct vma *v;
+		int pos = 0;
+		char *path;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %n", &s, &e,
+			   &off, &pos) < 3 || !pos)
+			continue;
+		m->v = realloc(m->v, (m->nr + 1) * sizeof(*m->v));
+		v = &m->v[m->nr++];
+		memset(v, 0, sizeof(*v));
+		v->start = s;
+		v->end = e;
+		v->pgoff = off;
+		v->bid_size = -1;
+		path = line + pos;
+		path[strcspn(path, "\n")] = 0;
+		snprintf(v->path, sizeof(v->path), "%s", path);
+		if (path[0] == '/') {
+			size_t n = strlen(v->path);
+
+			v->kind = VMA_FILE;
+			if (n > 10 && !strcmp(v->path + n - 10, " (deleted)")) {
+				v->deleted = true;
+				v->path[n - 10] = 0;
+			}
+		} else if (!strcmp(path, "[vdso]")) {
+			v->kind = VMA_VDSO;
+			v->want_flags = PERF_BIO_MAP_VDSO;
+		} else if (!path[0] || !strcmp(path, "[heap]") ||
+			   !strncmp(path, "[stack", 6) ||
+			   !strncmp(path, "[anon", 5)) {
+			v->kind = VMA_ANON;
+			v->want_flags = PERF_BIO_MAP_ANON;
+		} else {
+			v->kind = VMA_OTHER;
+		}
+	}
+	fclose(f);
+}
+
+static struct vma *maps_find(struct maps *m, uint64_t a)
+{
+	int i;
+
+	for (i = 0; i < m->nr; i++)
+		if (m->v[i].start <= a && a < m->v[i].end)
+			return &m->v[i];
+	return NULL;
+}
+
+/* The GNU build-ID note of an ELF file (64 or 32-bit); 0 when none */
+static int elf_build_id(int fd, uint8_t *bid)
+{
+	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
+	uint64_t phoff, off, filesz;
+	int i, phnum, is64;
+	uint32_t type;
+
+	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)sizeof(eh.e32) ||
+	    memcmp(eh.e64.e_ident, ELFMAG, SELFMAG))
+		return 0;
+	is64 = eh.e64.e_ident[EI_CLASS] == ELFCLASS64;
+	phoff = is64 ? eh.e64.e_phoff : eh.e32.e_phoff;
+	phnum = is64 ? eh.e64.e_phnum : eh.e32.e_phnum;
+	for (i = 0; i < phnum; i++) {
+		union { Elf64_Phdr p64; Elf32_Phdr p32; } ph;
+		size_t phsz = is64 ? sizeof(ph.p64) : sizeof(ph.p32);
+		char note[1024];
+		size_t pos = 0;
+		ssize_t n;
+
+		if (pread(fd, &ph, phsz, phoff + i * phsz) != (ssize_t)phsz)
+			return 0;
+		type = is64 ? ph.p64.p_type : ph.p32.p_type;
+		off = is64 ? ph.p64.p_offset : ph.p32.p_offset;
+		filesz = is64 ? ph.p64.p_filesz : ph.p32.p_filesz;
+		if (type != PT_NOTE)
+			continue;
+		n = pread(fd, note, filesz < sizeof(note) ? filesz :
+			  sizeof(note), off);
+		/* Elf32_Nhdr and Elf64_Nhdr are the same three words */
+		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
+			Elf64_Nhdr *nh = (void *)(note + pos);
+			size_t name = pos + sizeof(*nh);
+			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
+
+			if (desc + nh->n_descsz > (size_t)n)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
+			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
+				memcpy(bid, note + desc, nh->n_descsz);
+				return nh->n_descsz;
+			}
+			pos = desc + ((nh->n_descsz + 3) & ~3UL);
+		}
+	}
+	return 0;
+}
+
+static int path_build_id(const char *path, uint8_t *bid)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int n;
+
+	if (fd < 0)
+		return 0;
+	n = elf_build_id(fd, bid);
+	close(fd);
+	return n;
+}
+
+/* File offset of the dynamic symbol @sym of ELF64 @fd, 0 if not found */
+static uint64_t elf_sym_offset(int fd, const char *sym)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, strsh;
+	uint64_t vaddr = 0;
+	int i;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		return 0;
+	for (i = 0; i < eh.e_shnum && !vaddr; i++) {
+		Elf64_Sym st;
+		uint64_t k;
+
+		pread(fd, &sh, sizeof(sh), eh.e_shoff + i * sizeof(sh));
+		if (sh.sh_type != SHT_DYNSYM)
+			continue;
+		pread(fd, &strsh, sizeof(strsh),
+		      eh.e_shoff + sh.sh_link * sizeof(strsh));
+		for (k = 0; k < sh.sh_size / sizeof(st); k++) {
+			char name[64] = "";
+
+			pread(fd, &st, sizeof(st), sh.sh_offset + k * sizeof(st));
+			pread(fd, name, sizeof(name) - 1,
+			      strsh.sh_offset + st.st_name);
+			if (!strcmp(name, sym)) {
+				vaddr = st.st_value;
+				break;
+			}
+		}
+	}
+	for (i = 0; i < eh.e_phnum && vaddr; i++) {
+		Elf64_Phdr ph;
+
+		pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph));
+		if (ph.p_type == PT_LOAD && ph.p_vaddr <= vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz)
+			return vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
+/* ---- The join ---- */
+
+struct tally {
+	uint64_t addrs;		/* user addresses of samples with a cookie */
+	uint64_t resolved;	/* to the right mapping, offset and build-ID */
+	uint64_t wrong;		/* to something else: must stay 0 */
+	uint64_t unresolved;	/* in no map of the record */
+	uint64_t mm_changed;	/* in a record flagged MM_CHANGED */
+	uint64_t no_record;	/* samples with a cookie and no record */
+	uint64_t zero_cookie;	/* samples without a cookie */
+	uint64_t samples;
+	char first_wrong[256];
+};
+
+static struct record *find_record(struct trace *t, uint32_t tid,
+				  uint64_t cookie)
+{
+	int i;
+
+	for (i = t->nr_r - 1; i >= 0; i--)
+		if (t->r[i].tid == tid && t->r[i].cookie == cookie)
+			return &t->r[i];
+	return NULL;
+}
+
+static const struct bio_map *rec_find(const struct record *r, uint64_t a)
+{
+	int lo = 0, hi = r->nr;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (a < r->maps[mid].start)
+			hi = mid;
+		else if (a >= r->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &r->maps[mid];
+	}
+	return NULL;
+}
+
+enum verdict { RESOLVED, UNRESOLVED, WRONG };
+
+/* Check the record's map @bm for address @a against the truth in @m */
+static enum verdict check_addr(struct maps *m, uint64_t a,
+			       const struct bio_map *bm, const char **why)
+{
+	struct vma *v = maps_find(m, a);
+
+	*why = NULL;
+	if (!bm)
+		return UNRESOLVED;
+	if (!v)
+		*why = "resolved, but in no mapping";
+	else if (bm->start != v->start || bm->end != v->end)
+		*why = "mapping bounds differ";
+	else if ((bm->flags & v->want_flags) != v->want_flags)
+		*why = "mapping flags missing";
+	if (*why || !v)
+		return WRONG;
+	if (v->kind == VMA_FILE) {
+		if (bm->pgoff != v->pgoff)
+			*why = "file offset differs";
+		else if (v->deleted != !!(bm->flags & PERF_BIO_MAP_DELETED))
+			*why = "DELETED flag differs";
+		if (*why)
+			return WRONG;
+		if (v->bid_size < 0)
+			v->bid_size = path_build_id(v->path, v->bid);
+		if (bm->build_id_size != v->bid_size ||
+		    memcmp(bm->build_id, v->bid, v->bid_size))
+			*why = "build-ID differs";
+		else if (!v->bid_size &&
+			 !(bm->flags & (PERF_BIO_MAP_NO_BUILD_ID |
+					PERF_BIO_MAP_UNREADABLE)))
+			*why = "no build-ID and no flag saying why";
+	} else if (v->kind == VMA_ANON || v->kind == VMA_VDSO) {
+		if (bm->pgoff || bm->build_id_size)
+			*why = "offset or build-ID on anonymous memory";
+	}
+	return *why ? WRONG : RESOLVED;
+}
+
+static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
+		       uint64_t a, const struct bio_map *bm)
+{
+	const char *why, *why2;
+	struct vma *v;
+
+	switch (check_addr(m, a, bm, &why)) {
+	case RESOLVED:
+		ty->resolved++;
+		return;
+	case UNRESOLVED:
+		ty->unresolved++;
+		return;
+	case WRONG:
+		/* Right in the other truth (the same task after exec)? */
+		if (m2 && check_addr(m2, a, bm, &why2) == RESOLVED) {
+			ty->resolved++;
+			return;
+		}
+		break;
+	}
+	if (!ty->wrong++) {
+		v = maps_find(m, a);
+		snprintf(ty->first_wrong, sizeof(ty->first_wrong),
+			 "%#llx: %s (truth %#llx-%#llx off %#llx %.64s; record %#llx-%#llx off %#llx flags %#x)",
+			 (unsigned long long)a, why,
+			 (unsigned long long)(v ? v->start : 0),
+			 (unsigned long long)(v ? v->end : 0),
+			 (unsigned long long)(v ? v->pgoff : 0),
+			 v ? v->path : "none",
+			 (unsigned long long)bm->start,
+			 (unsigned long long)bm->end,
+			 (unsigned long long)bm->pgoff, bm->flags);
+	}
+}
+
+/*
+ * Join the samples of @t for which @pick says yes with their records and
+ * check every user address against the truth @m, or @m2 where @m says
+ * wrong (a task that exec()ed has two).
+ */
+static void join(struct trace *t, struct maps *m, struct maps *m2,
+		 struct tally *ty,
+		 bool (*pick)(const struct sample *s, void *arg), void *arg)
+{
+	int i, k;
+
+	memset(ty, 0, sizeof(*ty));
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i];
+		struct record *r;
+
+		if (pick && !pick(s, arg))
+			continue;
+		ty->samples++;
+		if (!s->cookie) {
+			ty->zero_cookie++;
+			continue;
+		}
+		r = find_record(t, s->tid, s->cookie);
+		if (!r) {
+			ty->no_record++;
+			ty->addrs += s->nr;
+			ty->unresolved += s->nr;
+			continue;
+		}
+		for (k = 0; k < s->nr; k++) {
+			ty->addrs++;
+			if (r->flags & PERF_BIO_F_MM_CHANGED) {
+				ty->mm_changed++;
+				continue;
+			}
+			count_addr(ty, m, m2, s->addrs[k],
+				   rec_find(r, s->addrs[k]));
+		}
+	}
+}
+
+static void tally_print(const char *what, struct tally *ty, struct trace *t)
+{
+	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu without record), %d records, %llu lost; %llu user addresses: %llu resolved (%.3f%%), %llu unresolved, %llu mm-changed, %llu wrong\n",
+		       what, (unsigned long long)ty->samples,
+		       (unsigned long long)ty->zero_cookie,
+		       (unsigned long long)ty->no_record, t->nr_r,
+		       (unsigned long long)t->lost,
+		       (unsigned long long)ty->addrs,
+		       (unsigned long long)ty->resolved,
+		       ty->addrs ? 100.0 * ty->resolved / ty->addrs : 0.0,
+		       (unsigned long long)ty->unresolved,
+		       (unsigned long long)ty->mm_changed,
+		       (unsigned long long)ty->wrong);
+	if (ty->wrong)
+		ksft_print_msg("first wrong address: %s\n", ty->first_wrong);
+	if (t->bad_records)
+		ksft_print_msg("%d bad records, first: %s\n", t->bad_records,
+			       t->why);
+}
+
+/*
+ * What every end-to-end case requires: well-formed records, none lost,
+ * every sample with a cookie joined, no address resolved wrongly, at least
+ * 99.9% resolved (addresses of an exec()ed-over program excepted when
+ * @exec), and more than @min samples.
+ */
+static void expect_exact(struct __test_metadata *_metadata, struct trace *t,
+			 struct tally *ty, uint64_t min, bool exec)
+{
+	EXPECT_EQ(0, t->bad_records);
+	EXPECT_EQ(0, t->lost);
+	EXPECT_EQ(0, ty->wrong);
+	EXPECT_EQ(0, ty->no_record);
+	if (!exec)
+		EXPECT_EQ(0, ty->mm_changed);
+	EXPECT_LT(min, ty->samples);
+	EXPECT_GE((ty->resolved + ty->mm_changed) * 1000, ty->addrs * 999);
+}
+
+static void trace_free(struct trace *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_s; i++)
+		free(t->s[i].addrs);
+	for (i = 0; i < t->nr_r; i++)
+		free(t->r[i].maps);
+	free(t->s);
+	free(t->r);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- Workloads ---- */
+
+/* Where results go, so that the work is not optimised away */
+unsigned long bio_sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned long (*lib_work)(unsigned long n,
+				 unsigned long (*cb)(unsigned long n));
+
+static __attribute__((noipa)) unsigned long leaf(unsigned long n)
+{
+	unsigned long x = n;
+
+	while (n--) {
+		x ^= x << 7;
+		x ^= x >> 9;
+		asm volatile("" : "+r" (x));
+	}
+	return x;
+}
+
+static __attribute__((noipa)) unsigned long with_syscalls(unsigned long n)
+{
+	struct timespec ts;
+	unsigned long i;
+
+	/* Samples inside system calls and in the vDSO */
+	for (i = 0; i < n / 64; i++) {
+		syscall(__NR_getppid);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	}
+	return leaf(n / 2) + ts.tv_nsec;
+}
+
+static __attribute__((noipa)) unsigned long depth3(unsigned long n)
+{
+	return with_syscalls(n) + (lib_work ? lib_work(n, leaf) : leaf(n));
+}
+
+static __attribute__((noipa)) unsigned long depth2(unsigned long n)
+{
+	return depth3(n) + 1;
+}
+
+static __attribute__((noipa)) unsigned long depth1(unsigned long n)
+{
+	return depth2(n) * 3;
+}
+
+/* Burn @secs of CPU in the chain above, draining @rb now and then */
+static void burn(double secs, struct ring *rb, int nr_rb, struct trace *t,
+		 unsigned long (*jit)(unsigned long n))
+{
+	double until = cpu_seconds() + secs;
+	int i;
+
+	while (cpu_seconds() < until) {
+		bio_sink += depth1(20000);
+		if (jit)
+			bio_sink += jit(20000);
+		for (i = 0; i < nr_rb && t; i++)
+			ring_drain(&rb[i], t);
+	}
+}
+
+/*
+ * Enable the events of @rb, let @child go (a byte on @go_fd) and drain
+ * into @t until it has exited.  Returns its wait status.
+ */
+static int trace_child(struct ring *rb, int nr_rb, struct trace *t,
+		       int go_fd, pid_t child)
+{
+	int i, status = -1;
+
+	for (i = 0; i < nr_rb; i++)
+		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+	if (write(go_fd, "g", 1) != 1) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		return -1;
+	}
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		for (i = 0; i < nr_rb; i++)
+			ring_drain(&rb[i], t);
+		usleep(20000);
+	}
+	for (i = 0; i < nr_rb; i++) {
+		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		ring_drain(&rb[i], t);
+	}
+	return status;
+}
+
+static const char *self_dir(void)
+{
+	static char dir[PATH_MAX - 64];
+	ssize_t n;
+
+	if (!dir[0]) {
+		n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+		if (n < 0)
+			n = 0;
+		dir[n] = 0;
+		*(strrchr(dir, '/') ?: dir) = 0;
+	}
+	return dir;
+}
+
+static int lib_path(char *buf, size_t len, const char *name)
+{
+	return snprintf(buf, len, "%s/%s", self_dir(), name);
+}
+
+/* Is the kernel's feature there at all? */
+static bool bio_supported(void)
+{
+	struct perf_event_attr attr;
+	int fd;
+
+	bio_attr(&attr);
+	fd = perf_open(&attr, 0, -1);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/*
+ * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
+ * environment (the test guest of the series sets it: there, a kernel that
+ * refuses the bit is a failure).  Returns true when the test must stop.
+ */
+static bool bio_missing(struct __test_metadata *_metadata)
+{
+	if (bio_supported())
+		return false;
+	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
+		TH_LOG("perf_event_open: %s", strerror(errno));
+	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
+	     strerror(errno));
+}
+
+/* ---- Tests ---- */
+
+/*
+ * The main case: a task samples itself in its program, a dlopen()ed
+ * library (mapped at a non-zero file offset), libc, the vDSO, system
+ * calls and a JIT page; every user address must resolve exactly.
+ */
+TEST(resolve_self)
+{
+	unsigned long (*jit)(unsigned long n);
+	static const uint8_t code[] = {
+		0x48, 0x89, 0xf8,	/* mov %rdi,%rax */
+		0x48, 0xff, 0xc8,	/* 1: dec %rax */
+		0x75, 0xfb,		/* jnz 1b */
+		0xc3,			/* ret */
+	};
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct tally ty;
+	struct maps m;
+	struct ring rb;
+	char path[PATH_MAX];
+	uint64_t in_lib = 0, in_jit = 0, in_vdso = 0, kernel_mode = 0;
+	void *dl, *page;
+	int i, k;
+
+	if (bio_missing(_metadata))
+		return;
+	lib_path(path, sizeof(path), "libbio_dl.so");
+	dl = dlopen(path, RTLD_NOW);
+	ASSERT_NE(NULL, dl) TH_LOG("dlopen %s: %s", path, dlerror());
+	lib_work = dlsym(dl, "bio_lib_work");
+	ASSERT_NE(NULL, lib_work);
+
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memcpy(page, code, sizeof(code));
+	ASSERT_EQ(0, mprotect(page, 4096, PROT_READ | PROT_EXEC));
+	jit = page;
+
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	burn(1.5, &rb, 1, &t, jit);
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, NULL, NULL);
+	tally_print("resolve_self", &ty, &t);
+
+	/* What the workload must have reached */
+	for (i = 0; i < t.nr_s; i++) {
+		struct record *r = find_record(&t, t.s[i].tid, t.s[i].cookie);
+
+		for (k = 0; r && k < t.s[i].nr; k++) {
+			const struct bio_map *bm = rec_find(r, t.s[i].addrs[k]);
+			struct vma *v = maps_find(&m, t.s[i].addrs[k]);
+
+			if (!bm || !v)
+				continue;
+			if (strstr(v->path, "libbio_dl.so") && bm->pgoff)
+				in_lib++;
+			if (v->start == (uintptr_t)page &&
+			    (bm->flags & PERF_BIO_MAP_ANON))
+				in_jit++;
+			if (bm->flags & PERF_BIO_MAP_VDSO)
+				in_vdso++;
+		}
+		kernel_mode += t.s[i].kernel && r;
+	}
+	ksft_print_msg("addresses in the dlopen()ed library (pgoff != 0): %llu, JIT page: %llu, vDSO: %llu; samples in the kernel with a record: %llu\n",
+		       (unsigned long long)in_lib,
+		       (unsigned long long)in_jit,
+		       (unsigned long long)in_vdso,
+		       (unsigned long long)kernel_mode);
+
+	expect_exact(_metadata, &t, &ty, 100, false);
+	EXPECT_EQ(0, ty.zero_cookie);
+	EXPECT_LT(0, in_lib);
+	EXPECT_LT(0, in_jit);
+	EXPECT_LT(0, kernel_mode);
+
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+	lib_work = NULL;
+	dlclose(dl);
+}
+
+/*
+ * Code mapped by hand, without the loader reading the file first, from
+ * files the loader would not see: each case gives the mapping flags and
+ * the build-ID the record must carry.
+ */
+enum special { SP_COLD, SP_MEMFD, SP_DELETED, SP_NO_BUILD_ID, SP_SECRET };
+
+struct special_map {
+	void *base;
+	size_t len;
+	uint64_t pgoff;
+	unsigned long (*spin)(unsigned long n);
+	int bid_size;
+	uint8_t bid[MAX_BUILD_ID];
+	uint8_t want_flags, deny_flags;
+};
+
+static int copy_fd(int from, int to)
+{
+	char buf[65536];
+	ssize_t n;
+
+	lseek(from, 0, SEEK_SET);
+	while ((n = read(from, buf, sizeof(buf))) > 0)
+		if (write(to, buf, n) != n)
+			return -1;
+	return n;
+}
+
+/* memfd_secret() memory has no write(): copy through a mapping */
+static int fill_secret(int fd, int src)
+{
+	struct stat st;
+	void *p;
+	int ret = 0;
+
+	if (fstat(src, &st) || ftruncate(fd, st.st_size))
+		return -errno;
+	p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (pread(src, p, st.st_size, 0) != st.st_size)
+		ret = -EIO;
+	munmap(p, st.st_size);
+	return ret;
+}
+
+/*
+ * Map the page(s) of the file @fd that hold bio_spin(), executable, at
+ * their file offset; the page with the ELF headers and notes stays
+ * unmapped.
+ */
+static int map_spin(struct special_map *sm, int fd, int src)
+{
+	uint64_t off = elf_sym_offset(src, "bio_spin");
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!off)
+		return -ENOENT;
+	sm->pgoff = off & ~(uint64_t)(page - 1);
+	if (!sm->pgoff)
+		return -ERANGE;		/* the test needs the note elsewhere */
+	sm->len = page * 2;
+	sm->base = mmap(NULL, sm->len, PROT_READ | PROT_EXEC, MAP_SHARED, fd,
+			sm->pgoff);
+	if (sm->base == MAP_FAILED)
+		return -errno;
+	sm->spin = (void *)((char *)sm->base + (off - sm->pgoff));
+	return 0;
+}
+
+/* Is the first page of @fd in the page cache? */
+static int first_page_cached(int fd)
+{
+	unsigned char vec = 0;
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	mincore(p, 4096, &vec);
+	munmap(p, 4096);
+	return vec & 1;
+}
+
+static void run_special(struct __test_metadata *_metadata,
+			struct special_map *sm, const char *what)
+{
+	struct perf_event_attr attr;
+	struct trace t = {};
+	uint64_t hits = 0, ok = 0, bad_map = 0;
+	struct ring rb;
+	int i, k;
+
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	for (i = 0; i < 200 && hits < 20; i++) {
+		double until = cpu_seconds() + 0.01;
+
+		while (cpu_seconds() < until)
+			bio_sink += sm->spin(100000);
+		ring_drain(&rb, &t);
+		hits = 0;
+		for (k = 0; k < t.nr_s; k++)
+			hits += t.s[k].nr &&
+				t.s[k].addrs[0] >= (uintptr_t)sm->base &&
+				t.s[k].addrs[0] < (uintptr_t)sm->base + sm->len;
+	}
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		const struct bio_map *bm;
+		struct record *r;
+
+		if (!s->nr || s->addrs[0] < (uintptr_t)sm->base ||
+		    s->addrs[0] >= (uintptr_t)sm->base + sm->len)
+			continue;
+		r = find_record(&t, s->tid, s->cookie);
+		bm = r ? rec_find(r, s->addrs[0]) : NULL;
+		if (bm && bm->start == (uintptr_t)sm->base &&
+		    bm->end == (uintptr_t)sm->base + sm->len &&
+		    bm->pgoff == sm->pgoff &&
+		    (bm->flags & sm->want_flags) == sm->want_flags &&
+		    !(bm->flags & sm->deny_flags) &&
+		    bm->build_id_size == sm->bid_size &&
+		    !memcmp(bm->build_id, sm->bid, sm->bid_size)) {
+			ok++;
+		} else if (bad_map++ == 0) {
+			TH_LOG("%s: %#lx: map %s, flags %#x, pgoff %#llx, build-ID size %d",
+			       what, (unsigned long)s->addrs[0],
+			       bm ? "found" : "missing", bm ? bm->flags : 0,
+			       bm ? (unsigned long long)bm->pgoff : 0ULL,
+			       bm ? bm->build_id_size : -1);
+		}
+	}
+	ksft_print_msg("%s: %llu samples in the mapping, %llu as expected\n",
+		       what, (unsigned long long)hits,
+		       (unsigned long long)ok);
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_LT(0, hits);
+	EXPECT_EQ(hits, ok);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+FIXTURE(special) {
+	int src;		/* the library, read-only */
+	struct special_map sm;
+};
+
+FIXTURE_VARIANT(special) {
+	enum special kind;
+	const char *lib;
+};
+
+FIXTURE_VARIANT_ADD(special, cold_note) {
+	.kind = SP_COLD, .lib = "libbio_cold.so",
+};
+
+FIXTURE_VARIANT_ADD(special, memfd) {
+	.kind = SP_MEMFD, .lib = "libbio_dl.so",
+};
+
+FIXTURE_VARIANT_ADD(special, deleted) {
+	.kind = SP_DELETED, .lib = "libbio_dl.so",
+};
+
+FIXTURE_VARIANT_ADD(special, no_build_id) {
+	.kind = SP_NO_BUILD_ID, .lib = "libbio_nobid.so",
+};
+
+FIXTURE_VARIANT_ADD(special, secretmem) {
+	.kind = SP_SECRET, .lib = "libbio_dl.so",
+};
+
+FIXTURE_SETUP(special)
+{
+	char path[PATH_MAX];
+
+	memset(&self->sm, 0, sizeof(self->sm));
+	self->sm.base = MAP_FAILED;
+	lib_path(path, sizeof(path), variant->lib);
+	self->src = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->src) TH_LOG("%s: %s", path, strerror(errno));
+	self->sm.bid_size = elf_build_id(self->src, self->sm.bid);
+}
+
+FIXTURE_TEARDOWN(special)
+{
+	if (self->sm.base != MAP_FAILED)
+		munmap(self->sm.base, self->sm.len);
+	close(self->src);
+}
+
+TEST_F(special, run)
+{
+	struct special_map *sm = &self->sm;
+	char tmp[] = "/tmp/bio_deleted_XXXXXX";
+	int fd = -1, ret, cached;
+
+	if (bio_missing(_metadata))
+		return;
+	switch (variant->kind) {
+	case SP_COLD:
+		/*
+		 * The library lives on the filesystem the tests were built
+		 * on (9p in the test guest), not tmpfs, so its pages can be
+		 * dropped; nothing else in this run maps it, so the kernel's
+		 * build-ID cache has not seen it either.
+		 */
+		fd = dup(self->src);
+		ASSERT_EQ(0, map_spin(sm, fd, self->src));
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		cached = first_page_cached(fd);
+		if (cached)
+			SKIP(return, "the filesystem of %s keeps its page cache (mincore %d): cannot test a cold note",
+			     variant->lib, cached);
+		sm->want_flags = 0;
+		sm->deny_flags = PERF_BIO_MAP_UNREADABLE;
+		ASSERT_LT(0, sm->bid_size);
+		break;
+	case SP_MEMFD:
+		fd = memfd_create("bio", MFD_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, copy_fd(self->src, fd));
+		ASSERT_EQ(0, map_spin(sm, fd, self->src));
+		sm->want_flags = PERF_BIO_MAP_ANON_FILE;
+		break;
+	case SP_DELETED:
+		fd = mkstemp(tmp);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, copy_fd(self->src, fd));
+		ASSERT_EQ(0, map_spin(sm, fd, self->src));
+		ASSERT_EQ(0, unlink(tmp));
+		sm->want_flags = PERF_BIO_MAP_DELETED;
+		break;
+	case SP_NO_BUILD_ID:
+		fd = dup(self->src);
+		ASSERT_EQ(0, map_spin(sm, fd, self->src));
+		ASSERT_EQ(0, sm->bid_size);
+		sm->want_flags = PERF_BIO_MAP_NO_BUILD_ID;
+		break;
+	case SP_SECRET:
+		fd = syscall(__NR_memfd_secret, O_CLOEXEC);
+		if (fd < 0)
+			SKIP(return, "memfd_secret: %s", strerror(errno));
+		ret = fill_secret(fd, self->src);
+		ASSERT_EQ(0, ret) TH_LOG("fill memfd_secret: %s", strerror(-ret));
+		ret = map_spin(sm, fd, self->src);
+		if (ret)
+			SKIP(return, "cannot map memfd_secret() memory executable: %s",
+			     strerror(-ret));
+		/* Never read: no build-ID */
+		sm->bid_size = 0;
+		memset(sm->bid, 0, sizeof(sm->bid));
+		sm->want_flags = PERF_BIO_MAP_UNREADABLE;
+		break;
+	}
+	close(fd);
+	run_special(_metadata, sm, variant->lib);
+}
+
+/* One thread is sampled while another maps and unmaps a library */
+static int stop_churn;
+
+static void *churn(void *arg)
+{
+	const char *path = arg;
+	unsigned long n = 0;
+
+	while (!__atomic_load_n(&stop_churn, __ATOMIC_RELAXED)) {
+		void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		void *p = MAP_FAILED;
+
+		if (fd >= 0) {
+			p = mmap(NULL, 8192, PROT_READ | PROT_EXEC,
+				 MAP_PRIVATE, fd, 4096);
+			close(fd);
+		}
+		if (p != MAP_FAILED)
+			munmap(p, 8192);
+		if (dl)
+			dlclose(dl);
+		n++;
+	}
+	return (void *)n;
+}
+
+TEST(munmap_race)
+{
+	struct perf_event_attr attr;
+	char path[PATH_MAX];
+	struct trace t = {};
+	struct tally ty;
+	struct ring rb;
+	struct maps m;
+	pthread_t th;
+	void *iters;
+
+	if (bio_missing(_metadata))
+		return;
+	lib_path(path, sizeof(path), "libbio_nobid.so");
+	__atomic_store_n(&stop_churn, 0, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_create(&th, NULL, churn, path));
+
+	/* This thread only: the churning one is not sampled */
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, syscall(__NR_gettid), -1));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	burn(1.0, &rb, 1, &t, NULL);
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	__atomic_store_n(&stop_churn, 1, __ATOMIC_RELAXED);
+	pthread_join(th, &iters);
+	ring_drain(&rb, &t);
+
+	/* The sampled thread's own code was never unmapped: exact */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, NULL, NULL);
+	tally_print("munmap_race", &ty, &t);
+	ksft_print_msg("munmap_race: %lu map/unmap rounds beside the sampled thread\n",
+		       (unsigned long)iters);
+	expect_exact(_metadata, &t, &ty, 50, false);
+	EXPECT_LT(0, (unsigned long)iters);
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/*
+ * Inheritance, fork, exec and exit: a child forks a grandchild that runs
+ * a while, then execs this program, which burns CPU and writes its maps
+ * for the check.  Every sample of every task must get its record, from
+ * the inherited events into the one buffer.
+ */
+static int spin_main(const char *out)
+{
+	char buf[65536];
+	int in, fd;
+	ssize_t n;
+
+	burn(0.5, NULL, 0, NULL, NULL);
+	in = open("/proc/self/maps", O_RDONLY);
+	fd = open(out, O_WRONLY | O_TRUNC);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, n) != n)
+			return 1;
+	/* More samples, the last ones in exit_group() */
+	burn(0.1, NULL, 0, NULL, NULL);
+	syscall(__NR_exit_group, 0);
+	return 0;
+}
+
+struct tid_set {
+	pid_t tids[8];
+	int nr;
+};
+
+static bool pick_tids(const struct sample *s, void *arg)
+{
+	struct tid_set *ts = arg;
+	int i;
+
+	for (i = 0; i < ts->nr; i++)
+		if ((pid_t)s->tid == ts->tids[i])
+			return true;
+	return false;
+}
+
+static bool pick_not_tids(const struct sample *s, void *arg)
+{
+	return !pick_tids(s, arg);
+}
+
+TEST(fork_exec_exit)
+{
+	struct perf_event_attr attr;
+	struct tally before, after;
+	struct tid_set exec_tids = {};
+	int go[2], tids[2], status, fd;
+	struct trace t = {};
+	struct maps m, mx;
+	char spin_maps[] = "/tmp/bio_spin_maps_XXXXXX";
+	struct ring rb;
+	char self[PATH_MAX];
+	pid_t child;
+	ssize_t n;
+
+	if (bio_missing(_metadata))
+		return;
+	fd = mkstemp(spin_maps);
+	ASSERT_LE(0, fd);
+	close(fd);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ASSERT_LT(0, n);
+	self[n] = 0;
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(tids));
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		pid_t gc;
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		burn(0.3, NULL, 0, NULL, NULL);
+		gc = fork();
+		if (!gc) {
+			burn(0.3, NULL, 0, NULL, NULL);
+			execl(self, self, "--bio-spin", spin_maps, NULL);
+			_exit(127);
+		}
+		if (write(tids[1], &gc, sizeof(gc)) != sizeof(gc))
+			_exit(1);
+		waitpid(gc, &status, 0);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+	}
+
+	bio_attr(&attr);
+	attr.inherit = 1;
+	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1));
+	status = trace_child(&rb, 1, &t, go[1], child);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(sizeof(pid_t), read(tids[0], &exec_tids.tids[0],
+				      sizeof(pid_t)));
+	exec_tids.nr = 1;
+
+	/*
+	 * The child and the grandchild before exec share this program's
+	 * layout (fork keeps it); after exec the grandchild's own maps are
+	 * the truth.  Samples of the grandchild are split by time: records
+	 * from before the exec resolve against ours.
+	 */
+	maps_read(&m, "/proc/self/maps");
+	maps_read(&mx, spin_maps);
+	ASSERT_LT(0, mx.nr) TH_LOG("the exec()ed program wrote no maps");
+	join(&t, &m, NULL, &before, pick_not_tids, &exec_tids);
+	tally_print("fork_exec_exit: child", &before, &t);
+	join(&t, &m, &mx, &after, pick_tids, &exec_tids);
+	tally_print("fork_exec_exit: grandchild, before and after exec",
+		    &after, &t);
+
+	expect_exact(_metadata, &t, &before, 20, false);
+	expect_exact(_metadata, &t, &after, 20, true);
+	unlink(spin_maps);
+	free(m.v);
+	free(mx.v);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/* Invalid combinations and reserved bits: EINVAL */
+TEST(invalid_attrs)
+{
+	struct perf_event_attr attr;
+	uint64_t *flags;
+	int fd;
+
+	if (bio_missing(_metadata))
+		return;
+
+	bio_attr(&attr);
+	attr.exclude_user = 1;
+	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("sample bit with exclude_user");
+
+	bio_attr(&attr);
+	attr.sample_type = PERF_SAMPLE_IP;
+	attr.exclude_user = 1;
+	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("defer_output with exclude_user");
+
+	bio_attr(&attr);
+	attr.defer_callchain = 1;
+	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("defer_callchain is reserved here");
+
+	/* The first reserved bit after defer_output, and the next sample bit */
+	bio_attr(&attr);
+	flags = (uint64_t *)((char *)&attr +
+			     offsetof(struct perf_event_attr, read_format) + 8);
+	*flags |= 1ULL << 40;
+	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("reserved attr bit 40");
+
+	bio_attr(&attr);
+	attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET << 1;
+	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("sample bit above the new one");
+
+	/* Valid: each bit alone, and a receiving event that does not sample */
+	bio_attr(&attr);
+	attr.defer_output = 0;
+	fd = perf_open(&attr, 0, -1);
+	EXPECT_LE(0, fd) TH_LOG("sample bit alone: %s", strerror(errno));
+	close(fd);
+
+	bio_attr(&attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	fd = perf_open(&attr, 0, -1);
+	EXPECT_LE(0, fd) TH_LOG("defer_output on a dummy: %s", strerror(errno));
+	close(fd);
+}
+
+/*
+ * The permission rules of perf_event_open() are the gate: an unprivileged
+ * user at perf_event_paranoid 2 may sample itself (and gets its records),
+ * but not a task of another user, nor a CPU.
+ */
+static int read_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = INT_MIN;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = INT_MIN;
+		fclose(f);
+	}
+	return v;
+}
+
+static int write_paranoid(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%d\n", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+enum {
+	PERM_OWN_OPEN	= 1,
+	PERM_OWN_RECORD	= 2,
+	PERM_FOREIGN	= 4,
+	PERM_CPU	= 8,
+	PERM_CPU_SB	= 16,
+};
+
+static int unprivileged(pid_t foreign)
+{
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct tally ty;
+	struct maps m;
+	struct ring rb;
+	int fd, ok = 0;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 0;
+
+	bio_attr(&attr);
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	if (!ring_open(&rb, &attr, 0, -1)) {
+		ok |= PERM_OWN_OPEN;
+		ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
+		burn(0.3, &rb, 1, &t, NULL);
+		ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+		ring_drain(&rb, &t);
+		maps_read(&m, "/proc/self/maps");
+		join(&t, &m, NULL, &ty, NULL, NULL);
+		tally_print("own task as nobody", &ty, &t);
+		if (ty.samples && !ty.wrong && !t.bad_records &&
+		    ty.resolved * 1000 >= ty.addrs * 999)
+			ok |= PERM_OWN_RECORD;
+	}
+
+	fd = perf_open(&attr, foreign, -1);
+	if (fd < 0 && errno == EACCES)
+		ok |= PERM_FOREIGN;
+	else
+		ksft_print_msg("foreign task: fd %d, %s\n", fd, strerror(errno));
+
+	fd = perf_open(&attr, -1, 0);
+	if (fd < 0 && errno == EACCES)
+		ok |= PERM_CPU;
+	else
+		ksft_print_msg("CPU-wide: fd %d, %s\n", fd, strerror(errno));
+
+	/* A receiving side-band event alone is CPU-wide too */
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	fd = perf_open(&attr, -1, 0);
+	if (fd < 0 && errno == EACCES)
+		ok |= PERM_CPU_SB;
+	else
+		ksft_print_msg("CPU-wide receiver: fd %d, %s\n", fd,
+			       strerror(errno));
+	return ok;
+}
+
+TEST(permissions)
+{
+	int saved = read_paranoid(), status;
+	pid_t pid, foreign;
+
+	if (bio_missing(_metadata))
+		return;
+	if (geteuid())
+		SKIP(return, "needs root to become another user");
+	ASSERT_NE(INT_MIN, saved);
+	ASSERT_EQ(0, write_paranoid(2));
+
+	/* A task of root's that the unprivileged child may not watch */
+	foreign = fork();
+	ASSERT_LE(0, foreign);
+	if (!foreign) {
+		pause();
+		_exit(0);
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(unprivileged(foreign));
+	waitpid(pid, &status, 0);
+	kill(foreign, SIGKILL);
+	waitpid(foreign, NULL, 0);
+	ASSERT_EQ(0, write_paranoid(saved));
+
+	ASSERT_TRUE(WIFEXITED(status));
+	status = WEXITSTATUS(status);
+	EXPECT_TRUE(status & PERM_OWN_OPEN) TH_LOG("own task refused");
+	EXPECT_TRUE(status & PERM_OWN_RECORD) TH_LOG("own task: no records");
+	EXPECT_TRUE(status & PERM_FOREIGN) TH_LOG("foreign task not EACCES");
+	EXPECT_TRUE(status & PERM_CPU) TH_LOG("CPU-wide not EACCES");
+	EXPECT_TRUE(status & PERM_CPU_SB) TH_LOG("CPU-wide receiver not EACCES");
+}
+
+/*
+ * Per-CPU events, a task that hops between CPUs: its record may be
+ * written on another CPU than its sample, and the join across buffers
+ * must still find it.  Samples of the idle task carry cookie 0.
+ */
+static bool is_kthread(pid_t pid)
+{
+	char name[64], buf[1024], *p;
+	unsigned long flags = 0;
+	FILE *f;
+	int i;
+
+	if (!pid)
+		return true;
+	snprintf(name, sizeof(name), "/proc/%d/stat", pid);
+	f = fopen(name, "r");
+	if (!f)
+		return false;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	/* After "(comm)": state ppid pgrp session tty tpgid flags */
+	for (i = 0; p && i < 7; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		flags = strtoul(p + 1, NULL, 10);
+	return flags & 0x00200000;	/* PF_KTHREAD */
+}
+
+static bool pick_tid(const struct sample *s, void *arg)
+{
+	return (pid_t)s->tid == *(pid_t *)arg;
+}
+
+TEST(cpu_wide_migrate)
+{
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), i, k, go[2], status;
+	uint64_t moved = 0, kthread_samples = 0, kthread_cookies = 0;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct ring *rb;
+	struct tally ty;
+	struct maps m;
+	pid_t child;
+
+	if (bio_missing(_metadata))
+		return;
+	if (nr_cpus < 2)
+		SKIP(return, "needs two CPUs, has %d", nr_cpus);
+	if (nr_cpus > 8)
+		nr_cpus = 8;
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		cpu_set_t set;
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (i = 0; i < 200; i++) {
+			CPU_ZERO(&set);
+			CPU_SET(i % 2, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+			burn(0.005, NULL, 0, NULL, NULL);
+		}
+		_exit(0);
+	}
+
+	rb = calloc(nr_cpus, sizeof(*rb));
+	bio_attr(&attr);
+	for (i = 0; i < nr_cpus; i++)
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i));
+	status = trace_child(rb, nr_cpus, &t, go[1], child);
+	ASSERT_TRUE(WIFEXITED(status));
+
+	/* The child forked from us without exec: our maps are its truth */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, pick_tid, &child);
+	tally_print("cpu_wide_migrate: the hopping task", &ty, &t);
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r;
+
+		if ((pid_t)s->tid == child) {
+			r = find_record(&t, s->tid, s->cookie);
+			moved += r && r->cpu != s->cpu;
+			continue;
+		}
+		if (is_kthread(s->pid)) {
+			kthread_samples++;
+			kthread_cookies += !!s->cookie;
+		}
+	}
+	for (k = 0; k < t.nr_r; k++)
+		kthread_cookies += is_kthread(t.r[k].pid);
+	ksft_print_msg("cpu_wide_migrate: %llu records written on another CPU than their sample; %llu kernel-thread samples, %llu of them with a cookie or a record\n",
+		       (unsigned long long)moved,
+		       (unsigned long long)kthread_samples,
+		       (unsigned long long)kthread_cookies);
+	expect_exact(_metadata, &t, &ty, 50, false);
+	EXPECT_EQ(0, kthread_cookies);
+	EXPECT_LT(0, kthread_samples);
+	free(m.v);
+	trace_free(&t);
+	for (i = 0; i < nr_cpus; i++)
+		ring_close(&rb[i]);
+	free(rb);
+}
+
+/*
+ * Cookies name kernel entries: the samples of one long system call share
+ * one cookie and one record; samples in user mode each get their own.
+ */
+static __attribute__((noipa)) void long_syscalls(double secs)
+{
+	double until = cpu_seconds() + secs;
+	static char buf[1 << 20];
+
+	while (cpu_seconds() < until) {
+		/* About a millisecond or more of kernel time per call */
+		if (syscall(__NR_getrandom, buf, sizeof(buf), 0) < 0)
+			break;
+		bio_sink += leaf(20000);
+	}
+}
+
+TEST(cookie_per_entry)
+{
+	struct perf_event_attr attr;
+	uint64_t shared = 0, dup_records = 0, user_shared = 0;
+	struct trace t = {};
+	struct ring rb;
+	int i, k;
+
+	if (bio_missing(_metadata))
+		return;
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	long_syscalls(1.0);
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+
+		if (!s->cookie)
+			continue;
+		for (k = i + 1; k < t.nr_s; k++) {
+			if (t.s[k].cookie != s->cookie)
+				continue;
+			/* Two samples, one entry: both in the kernel */
+			if (s->kernel && t.s[k].kernel)
+				shared++;
+			else
+				user_shared++;
+			break;
+		}
+	}
+	for (i = 0; i < t.nr_r; i++)
+		for (k = i + 1; k < t.nr_r; k++)
+			dup_records += t.r[k].cookie == t.r[i].cookie;
+	ksft_print_msg("cookie_per_entry: %d samples, %d records; %llu kernel samples sharing an entry, %llu user samples sharing one, %llu duplicate records\n",
+		       t.nr_s, t.nr_r, (unsigned long long)shared,
+		       (unsigned long long)user_shared,
+		       (unsigned long long)dup_records);
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, user_shared);
+	EXPECT_EQ(0, dup_records);
+	EXPECT_LT(0, shared);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/*
+ * A 32-bit program (IA32 emulation): its addresses and its ELF32 build-ID
+ * must resolve as a 64-bit program's do.
+ */
+TEST(compat32)
+{
+	char prog[PATH_MAX], maps_file[] = "/tmp/bio_c32_maps_XXXXXX";
+	uint64_t in_prog = 0;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	int go[2], status, fd, i, k;
+	struct maps m, mx;
+	struct tally ty;
+	struct ring rb;
+	pid_t child;
+
+	if (bio_missing(_metadata))
+		return;
+	lib_path(prog, sizeof(prog), "bio_compat32");
+	ASSERT_EQ(0, access(prog, X_OK));
+	fd = mkstemp(maps_file);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		execl(prog, prog, maps_file, "0.7", NULL);
+		_exit(errno == ENOEXEC ? 99 : 127);
+	}
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1));
+	status = trace_child(&rb, 1, &t, go[1], child);
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 99)
+		SKIP(goto out, "this kernel cannot run 32-bit programs");
+	ASSERT_EQ(0, WEXITSTATUS(status));
+
+	maps_read(&mx, maps_file);
+	maps_read(&m, "/proc/self/maps");
+	ASSERT_LT(0, mx.nr);
+	join(&t, &mx, &m, &ty, NULL, NULL);
+	tally_print("compat32", &ty, &t);
+	for (i = 0; i < t.nr_s; i++) {
+		struct record *r = find_record(&t, t.s[i].tid, t.s[i].cookie);
+
+		for (k = 0; r && k < t.s[i].nr; k++) {
+			struct vma *v = maps_find(&mx, t.s[i].addrs[k]);
+			const struct bio_map *bm = rec_find(r, t.s[i].addrs[k]);
+
+			in_prog += v && bm && strstr(v->path, "bio_compat32") &&
+				   bm->build_id_size == 20;
+		}
+	}
+	ksft_print_msg("compat32: %llu addresses in the 32-bit program resolved with its build-ID\n",
+		       (unsigned long long)in_prog);
+	expect_exact(_metadata, &t, &ty, 20, true);
+	EXPECT_LT(20, in_prog);
+	free(m.v);
+	free(mx.v);
+out:
+	unlink(maps_file);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--bio-spin"))
+		return spin_main(argv[2]);
+	return test_harness_run(argc, argv);
+}
