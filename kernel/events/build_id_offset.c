@@ -41,6 +41,7 @@
 #include <linux/atomic.h>
 #include <linux/buildid.h>
 #include <linux/dcache.h>
+#include <linux/debugfs.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/hash.h>
@@ -49,20 +50,60 @@
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
+#include <linux/percpu.h>
 #include <linux/perf_event.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
+#include <linux/sched/clock.h>
 #include <linux/secretmem.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/spinlock.h>
+#include <linux/static_key.h>
 #include <linux/unwind_deferred.h>
 #include <kunit/visibility.h>
 
 #include "internal.h"
 #include "build_id_offset.h"
+
+/*
+ * Counters, per CPU, summed in debugfs perf_build_id_offset/stats for
+ * profilers and benchmarks.  The sampling side adds from NMI: this_cpu
+ * operations are single instructions on the architectures that have the
+ * feature (x86).  Timing costs two local_clock() calls on each side and
+ * is off until perf_build_id_offset/timing is set to 1.
+ */
+struct perf_bio_stats {
+	u64	samples;	/* samples given a cookie */
+	u64	sample_ns;	/* in perf_bio_prepare_sample(), when timed */
+	u64	records;	/* records built, each written to every receiver */
+	u64	record_ns;	/* in the unwind callback, when timed */
+	u64	maps;		/* maps[] entries of those records */
+	u64	cache_hits;	/* build-IDs found in the cache */
+	u64	parses;		/* build-IDs read from the file */
+	u64	truncated;	/* records with PERF_BIO_F_TRUNCATED */
+	u64	mm_changed;	/* records with PERF_BIO_F_MM_CHANGED */
+};
+
+static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
+static DEFINE_STATIC_KEY_FALSE(perf_bio_timed);
+
+#define perf_bio_count(field, n)	this_cpu_add(perf_bio_stats.field, (n))
+
+static u64 perf_bio_clock(void)
+{
+	return static_branch_unlikely(&perf_bio_timed) ? local_clock() : 0;
+}
+
+#define perf_bio_count_time(field, start) do {				\
+	u64 __start = (start);						\
+									\
+	if (__start)							\
+		this_cpu_add(perf_bio_stats.field, local_clock() - __start); \
+} while (0)
 
 static_assert(sizeof(struct perf_bio_map) == 48);
 static_assert(sizeof(struct perf_bio_record) == 32);
@@ -145,6 +186,7 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	struct task_struct *task = event->ctx->task;
 	struct perf_bio_task *bt = &current->perf_bio;
 	const struct perf_branch_stack *bs = NULL;
+	u64 start = perf_bio_clock();
 	unsigned long ip = 0;
 	u64 cookie;
 
@@ -180,6 +222,8 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 		perf_bio_stash_sample(bt, cookie, ip, bs);
 
 	data->defer_cookie = cookie;
+	perf_bio_count(samples, 1);
+	perf_bio_count_time(sample_ns, start);
 }
 
 /* ---- Deferred side: task context, may sleep ---- */
@@ -527,8 +571,10 @@ VISIBLE_IF_KUNIT void perf_bio_build_id(struct file *file,
 	int err;
 
 	perf_bio_key_init(&key, file);
-	if (perf_bio_cache_lookup(&key, map))
+	if (perf_bio_cache_lookup(&key, map)) {
+		perf_bio_count(cache_hits, 1);
 		return;
+	}
 
 	/* A dying task's record is not worth a read */
 	if (fatal_signal_pending(current)) {
@@ -536,6 +582,7 @@ VISIBLE_IF_KUNIT void perf_bio_build_id(struct file *file,
 		return;
 	}
 
+	perf_bio_count(parses, 1);
 	err = build_id_parse_file(file, map->build_id, &size);
 	switch (err) {
 	case 0:
@@ -664,6 +711,7 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 {
 	struct perf_bio_task *bt = &current->perf_bio;
 	struct perf_bio_resolve res = {};
+	u64 start = perf_bio_clock();
 	unsigned int nr;
 
 	/* Nobody to tell: only empty the stash */
@@ -706,6 +754,14 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 
 	perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps);
 	kvfree(res.maps);
+
+	perf_bio_count(records, 1);
+	perf_bio_count(maps, res.nr_maps);
+	if (res.flags & PERF_BIO_F_TRUNCATED)
+		perf_bio_count(truncated, 1);
+	if (res.flags & PERF_BIO_F_MM_CHANGED)
+		perf_bio_count(mm_changed, 1);
+	perf_bio_count_time(record_ns, start);
 }
 
 /* ---- Hooks ---- */
@@ -766,3 +822,89 @@ void __init perf_bio_init(void)
 	/* Then every request fails and samples carry cookie 0 */
 	WARN(ret, "perf: no deferred unwind for build-ID offsets: %d\n", ret);
 }
+
+/* ---- debugfs: perf_build_id_offset/{stats,timing} ---- */
+
+#ifdef CONFIG_DEBUG_FS
+static int perf_bio_stats_show(struct seq_file *m, void *v)
+{
+	struct perf_bio_stats sum = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct perf_bio_stats *st = per_cpu_ptr(&perf_bio_stats, cpu);
+
+		sum.samples += READ_ONCE(st->samples);
+		sum.sample_ns += READ_ONCE(st->sample_ns);
+		sum.records += READ_ONCE(st->records);
+		sum.record_ns += READ_ONCE(st->record_ns);
+		sum.maps += READ_ONCE(st->maps);
+		sum.cache_hits += READ_ONCE(st->cache_hits);
+		sum.parses += READ_ONCE(st->parses);
+		sum.truncated += READ_ONCE(st->truncated);
+		sum.mm_changed += READ_ONCE(st->mm_changed);
+	}
+	seq_printf(m, "samples %llu\nsample_ns %llu\nrecords %llu\n",
+		   sum.samples, sum.sample_ns, sum.records);
+	seq_printf(m, "record_ns %llu\nmaps %llu\ncache_hits %llu\n",
+		   sum.record_ns, sum.maps, sum.cache_hits);
+	seq_printf(m, "parses %llu\ntruncated %llu\nmm_changed %llu\n",
+		   sum.parses, sum.truncated, sum.mm_changed);
+	return 0;
+}
+
+static int perf_bio_stats_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, perf_bio_stats_show, NULL);
+}
+
+/* Any write zeroes the counters (racing updates may survive) */
+static ssize_t perf_bio_stats_write(struct file *file, const char __user *buf,
+				    size_t count, loff_t *ppos)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&perf_bio_stats, cpu), 0,
+		       sizeof(struct perf_bio_stats));
+	return count;
+}
+
+static const struct file_operations perf_bio_stats_fops = {
+	.owner		= THIS_MODULE,
+	.open		= perf_bio_stats_open,
+	.read		= seq_read,
+	.write		= perf_bio_stats_write,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
+
+static int perf_bio_timing_get(void *data, u64 *val)
+{
+	*val = static_key_enabled(&perf_bio_timed);
+	return 0;
+}
+
+static int perf_bio_timing_set(void *data, u64 val)
+{
+	if (val)
+		static_branch_enable(&perf_bio_timed);
+	else
+		static_branch_disable(&perf_bio_timed);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(perf_bio_timing_fops, perf_bio_timing_get,
+			 perf_bio_timing_set, "%llu\n");
+
+static int __init perf_bio_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("perf_build_id_offset", NULL);
+
+	debugfs_create_file("stats", 0600, dir, NULL, &perf_bio_stats_fops);
+	debugfs_create_file_unsafe("timing", 0600, dir, NULL,
+				   &perf_bio_timing_fops);
+	return 0;
+}
+late_initcall(perf_bio_debugfs_init);
+#endif /* CONFIG_DEBUG_FS */

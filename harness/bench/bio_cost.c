@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What PERF_SAMPLE_BUILD_ID_OFFSET costs a sampled program, side by side
+ * in one run: a child does a fixed amount of work (frames in its program
+ * and in shared objects), once per mode, while this process drains the
+ * ring buffer as a profiler would:
+ *
+ *   none      no event
+ *   g         cpu-clock, IP + TID + TIME + CALLCHAIN (perf record -g)
+ *   g+bio     and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
+ *             sampling side and the deferred unwind, no record built
+ *   g+bio+rx  and defer_output: records built and written
+ *
+ * Two workloads: "warm" calls into one shared object, so the kernel's
+ * build-ID cache hits; "cold" calls into NLIBS copies of it in turn, more
+ * files than the cache holds, so records parse an ELF file each.
+ *
+ * Reports the child's CPU time (median of the repetitions, and the
+ * spread), the overhead against "none", samples and records per run and,
+ * when debugfs has perf_build_id_offset (timing switched on here), the
+ * kernel's own split: ns per sample on the sampling side, us per record
+ * on the deferred side, and parses per record.
+ *
+ * usage: bio_cost [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define DBG		"/sys/kernel/debug/perf_build_id_offset/"
+#define RING_PAGES	512
+#define MAX_REPS	15
+
+enum mode { M_NONE, M_G, M_BIO, M_RX, NR_MODES };
+static const char * const mode_name[] = { "none", "g", "g+bio", "g+bio+rx" };
+
+struct run {
+	double cpu;			/* child CPU seconds */
+	uint64_t samples, records, lost;
+	uint64_t k_samples, k_sample_ns, k_records, k_record_ns, k_parses;
+};
+
+static unsigned long work = 400;	/* rounds of the workload */
+static uint64_t period = 100000;	/* ns of cpu-clock */
+static int nr_libs = 320, reps = 5;
+typedef unsigned long (*lib_fn)(unsigned long n,
+				unsigned long (*cb)(unsigned long n));
+static lib_fn *libs;
+
+unsigned long bio_sink;
+
+static __attribute__((noipa)) unsigned long cb(unsigned long n)
+{
+	return n * 7;
+}
+
+static __attribute__((noipa)) unsigned long frame(lib_fn f, unsigned long n)
+{
+	return f(n, cb) + 1;
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The child: fixed work over @n of the shared objects, in turn */
+static void child_work(int go, int out, int n)
+{
+	unsigned long i;
+	double t0;
+	char c;
+
+	if (read(go, &c, 1) != 1)
+		_exit(1);
+	t0 = cpu_now();
+	for (i = 0; i < work * 64; i++)
+		bio_sink += frame(libs[i % n], 2000);
+	t0 = cpu_now() - t0;
+	if (write(out, &t0, sizeof(t0)) != sizeof(t0))
+		_exit(1);
+	_exit(0);
+}
+
+static int dbg_write(const char *file, const char *val)
+{
+	int fd = open(file, O_WRONLY), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, val, strlen(val)) < 0 ? -1 : 0;
+	close(fd);
+	return ret;
+}
+
+static void dbg_read(struct run *r)
+{
+	FILE *f = fopen(DBG "stats", "r");
+	char key[32];
+	unsigned long long v;
+
+	while (f && fscanf(f, "%31s %llu", key, &v) == 2) {
+		if (!strcmp(key, "samples"))
+			r->k_samples = v;
+		else if (!strcmp(key, "sample_ns"))
+			r->k_sample_ns = v;
+		else if (!strcmp(key, "records"))
+			r->k_records = v;
+		else if (!strcmp(key, "record_ns"))
+			r->k_record_ns = v;
+		else if (!strcmp(key, "parses"))
+			r->k_parses = v;
+	}
+	if (f)
+		fclose(f);
+}
+
+static void drain(struct perf_event_mmap_page *pg, uint64_t size,
+		  struct run *r)
+{
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = pg->data_tail;
+	char *data = (char *)pg + sysconf(_SC_PAGESIZE);
+
+	while (tail < head) {
+		struct perf_event_header *h = (void *)(data + tail % size);
+
+		/* The header never wraps: records are 8-byte multiples */
+		if (h->type == PERF_RECORD_SAMPLE)
+			r->samples++;
+		else if (h->type == PERF_RECORD_BUILD_ID_OFFSET)
+			r->records++;
+		else if (h->type == PERF_RECORD_LOST)
+			r->lost += ((uint64_t *)(h + 1))[1];
+		tail += h->size;
+	}
+	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int one_run(enum mode mode, int n, struct run *r)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t size = (uint64_t)RING_PAGES * page;
+	struct perf_event_mmap_page *pg = NULL;
+	struct perf_event_attr attr;
+	int go[2], out[2], fd = -1, status;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	if (pipe(go) || pipe(out))
+		return -1;
+	pid = fork();
+	if (!pid)
+		child_work(go[0], out[1], n);
+
+	if (mode != M_NONE) {
+		memset(&attr, 0, sizeof(attr));
+		attr.size = sizeof(attr);
+		attr.type = PERF_TYPE_SOFTWARE;
+		attr.config = PERF_COUNT_SW_CPU_CLOCK;
+		attr.sample_period = period;
+		attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+				   PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+		attr.exclude_callchain_kernel = 1;
+		attr.sample_id_all = 1;
+		if (mode >= M_BIO)
+			attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET;
+		attr.defer_output = mode == M_RX;
+		fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1,
+			     PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "bio_cost: perf_event_open (%s): %s\n",
+				mode_name[mode], strerror(errno));
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return -1;
+		}
+		pg = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+			  MAP_SHARED, fd, 0);
+		if (pg == MAP_FAILED)
+			return -1;
+	}
+	dbg_write(DBG "stats", "0");
+	if (write(go[1], "g", 1) != 1)
+		return -1;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (pg)
+			drain(pg, size, r);
+		usleep(10000);
+	}
+	if (pg) {
+		drain(pg, size, r);
+		munmap(pg, size + page);
+		close(fd);
+	}
+	dbg_read(r);
+	if (read(out[0], &r->cpu, sizeof(r->cpu)) != sizeof(r->cpu))
+		r->cpu = 0;
+	close(go[0]);
+	close(go[1]);
+	close(out[0]);
+	close(out[1]);
+	return WIFEXITED(status) && !WEXITSTATUS(status) && r->cpu ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Copies of @lib under a fresh directory: @n distinct files */
+static int load_libs(const char *lib, int n)
+{
+	char dir[] = "/tmp/bio_cost_XXXXXX", path[256], cmd[512];
+	int i;
+
+	libs = calloc(n, sizeof(*libs));
+	if (!libs || !mkdtemp(dir))
+		return -1;
+	for (i = 0; i < n; i++) {
+		void *dl;
+
+		snprintf(path, sizeof(path), "%s/lib%d.so", dir, i);
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", lib, path);
+		if (system(cmd))
+			return -1;
+		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dl) {
+			fprintf(stderr, "bio_cost: %s\n", dlerror());
+			return -1;
+		}
+		libs[i] = (lib_fn)dlsym(dl, "bio_lib_work");
+		if (!libs[i])
+			return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int n; } loads[] = {
+		{ "warm", 1 }, { "cold", 0 },
+	};
+	struct run runs[NR_MODES][MAX_REPS];
+	double cpu[MAX_REPS], med[NR_MODES];
+	int opt, l, m, i, timed;
+
+	while ((opt = getopt(argc, argv, "r:n:p:k:")) != -1) {
+		switch (opt) {
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 'n':
+			work = strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			period = strtoull(optarg, NULL, 0);
+			break;
+		case 'k':
+			nr_libs = atoi(optarg);
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc - 1 || reps < 1 || reps > MAX_REPS || nr_libs < 1)
+		goto usage;
+	if (load_libs(argv[optind], nr_libs))
+		return 1;
+	timed = !dbg_write(DBG "timing", "1");
+
+	printf("| workload | mode | CPU s (median of %d) | spread | overhead | samples | records | lost | ns/sample (kernel) | us/record (kernel) | parses/record |\n",
+	       reps);
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (l = 0; l < 2; l++) {
+		int n = loads[l].n ? loads[l].n : nr_libs;
+
+		/* Interleaved, so that drift hits every mode alike */
+		for (i = 0; i < reps; i++)
+			for (m = 0; m < NR_MODES; m++)
+				if (one_run(m, n, &runs[m][i]))
+					return 1;
+		for (m = 0; m < NR_MODES; m++) {
+			struct run *r = &runs[m][reps / 2];
+
+			for (i = 0; i < reps; i++)
+				cpu[i] = runs[m][i].cpu;
+			qsort(cpu, reps, sizeof(*cpu), cmp_double);
+			med[m] = cpu[reps / 2];
+			printf("| %s | %s | %.3f | %.3f-%.3f | %+.1f%% | %llu | %llu | %llu |",
+			       loads[l].name, mode_name[m], med[m], cpu[0],
+			       cpu[reps - 1], 100 * (med[m] / med[M_NONE] - 1),
+			       (unsigned long long)r->samples,
+			       (unsigned long long)r->records,
+			       (unsigned long long)r->lost);
+			if (timed && m >= M_BIO && r->k_samples)
+				printf(" %.0f |", (double)r->k_sample_ns /
+				       r->k_samples);
+			else
+				printf(" - |");
+			if (timed && m == M_RX && r->k_records)
+				printf(" %.1f | %.2f |\n",
+				       r->k_record_ns / 1e3 / r->k_records,
+				       (double)r->k_parses / r->k_records);
+			else
+				printf(" - | - |\n");
+		}
+		printf("| %s | ratio (g+bio+rx overhead / g overhead) | %.2f | | | | | | | | |\n",
+		       loads[l].name,
+		       (med[M_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]));
+	}
+	if (timed)
+		dbg_write(DBG "timing", "0");
+	if (!timed)
+		printf("\n(no %s: the kernel's split is not shown)\n", DBG);
+	return 0;
+usage:
+	fprintf(stderr, "usage: bio_cost [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");
+	return 2;
+}
