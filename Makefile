@@ -34,7 +34,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
 
 .PHONY: all deps tree refresh series-check kernel perf selftests workloads \
-	build check demo perf-test-survey clean distclean
+	build check demo bench bench-tools perf-test-survey clean distclean
 
 all: build
 
@@ -93,6 +93,27 @@ demo: build
 		harness/demo.list
 	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
 		$(BUILD)/guest/demo/output.log | tr -d '\r'
+
+# Benchmarks, on the guest kernel without the debug options (the debug
+# one is `make check`'s): tables in $(BUILD)/bench/results.md.  They are
+# not tests: nothing here asserts a time.
+BENCH_KERNEL := $(BUILD)/obj/kernel-nodebug/arch/x86/boot/bzImage
+
+bench-tools: kernel
+	@mkdir -p $(BUILD)/obj/bench
+	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(KOBJ)/usr/include \
+		-o $(BUILD)/obj/bench/bio_cost harness/bench/bio_cost.c -ldl
+
+bench: build bench-tools
+	@$(MAKE) -s kernel DEBUG=0
+	@mkdir -p $(BUILD)/bench
+	@GUEST_KERNEL=$(BENCH_KERNEL) python3 harness/guest.py \
+		--run-dir $(BUILD)/guest/bench harness/bench.list
+	@sed -n '/===== BEGIN bench/,/===== END bench/p' \
+		$(BUILD)/guest/bench/output.log | tr -d '\r' | \
+		sed '1d;$$d' >$(BUILD)/bench/results.md
+	@cat $(BUILD)/bench/results.md
+	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/results.md"
 
 # Run every `perf test` entry once in the guest and propose the list that
 # `make check` runs (see harness/perf_test_list.py); takes long under TCG.

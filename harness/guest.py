@@ -27,8 +27,11 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("BUILD", os.path.join(REPO, "build")))
-KERNEL = os.path.join(BUILD, "obj", "kernel", "arch", "x86", "boot",
-                      "bzImage")
+# GUEST_KERNEL: another bzImage (`make bench` boots the one without the
+# debug options); GUEST_APPEND: more kernel parameters (kmemleak=on)
+KERNEL = os.environ.get("GUEST_KERNEL") or \
+    os.path.join(BUILD, "obj", "kernel", "arch", "x86", "boot", "bzImage")
+APPEND = os.environ.get("GUEST_APPEND", "").split()
 KVM_PROBE = 30         # seconds a KVM guest gets to print its first line
 BOOT_ALLOWANCE = 180   # seconds for boot, KUnit and shutdown, above tests
 
@@ -101,6 +104,7 @@ def qemu_cmd(acc, run_dir, list_path, mem):
         "rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=512000",
         "ro", f"init={REPO}/harness/guest/init", "panic=-1",
         f"bio_repo={REPO}", f"bio_build={BUILD}", f"bio_list={list_path}",
+        *APPEND,
     ])
     cpu = ["-accel", "kvm", "-cpu", "host"] if acc == "kvm" else \
         ["-accel", "tcg,thread=multi", "-cpu", "max"]

@@ -32,6 +32,10 @@
 
 #include "../kselftest_harness.h"
 
+/* Emulated machines with debug kernels are slow: more than the default */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 180
+
 #define RING_PAGES	256
 #define PERIOD_NS	100000
 #define MAX_BUILD_ID	20
