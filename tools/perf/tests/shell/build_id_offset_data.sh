@@ -1,0 +1,169 @@
+#!/bin/bash
+# perf.data with build-ID offset records, both byte orders
+# SPDX-License-Identifier: GPL-2.0
+
+# Reading side of PERF_SAMPLE_BUILD_ID_OFFSET, on any kernel: a made-up
+# pipe-mode perf.data with a sample cookie and a PERF_RECORD_BUILD_ID_OFFSET,
+# written little and big endian, must read the same (swap), show in
+# 'perf report -D' and 'perf script', and pass 'perf inject' unchanged.
+
+set -e
+
+err=0
+fail=0
+data=$(mktemp /tmp/__perf_test.bio.XXXXX)
+injected=$(mktemp /tmp/__perf_test.bio.XXXXX)
+dump=$(mktemp /tmp/__perf_test.bio.XXXXX)
+
+cleanup() {
+  rm -f "${data}" "${injected}" "${dump}"
+  trap - EXIT TERM INT
+}
+
+trap_cleanup() {
+  cleanup
+  exit 1
+}
+trap trap_cleanup EXIT TERM INT
+
+if ! command -v python3 > /dev/null
+then
+  echo "Build-ID offset data [Skipped no python3]"
+  cleanup
+  exit 2
+fi
+
+# One software event sampling IP, TID, TIME and the cookie, sample_id_all;
+# three samples and one record with two maps.  $1: le or be; $2: extra to
+# add to the record's nr (a record that claims more maps than it holds).
+make_data() {
+  python3 - "$1" "$2" <<'EOF'
+import struct, sys
+
+big = sys.argv[1] == "be"
+extra_nr = int(sys.argv[2])
+E = ">" if big else "<"
+
+def rec(type_, misc, body):
+    return struct.pack(E + "IHH", type_, misc, 8 + len(body)) + body
+
+# attr flags are a bitfield: a big-endian writer has bit 0 at the top of
+# byte 0; perf reverses the bits of each byte.
+flags = ((1 << 18) | (1 << 39)).to_bytes(8, "little")   # sample_id_all, defer_output
+if big:
+    flags = bytes(int(f"{b:08b}"[::-1], 2) for b in flags)
+sample_type = 1 | 2 | 4 | (1 << 25)  # IP, TID, TIME, BUILD_ID_OFFSET
+attr = struct.pack(E + "IIQQQQ", 1, 136, 0, 1, sample_type, 0) + flags
+attr += b"\0" * (136 - len(attr))
+
+pid = tid = 4242
+def sample(ip, time, cookie):
+    return rec(9, 2, struct.pack(E + "QIIQQ", ip, pid, tid, time, cookie))
+
+def bio(time, cookie, flags, maps):
+    body = struct.pack(E + "IIQII", pid, tid, cookie, len(maps) + extra_nr, flags)
+    for start, end, pgoff, bid, mflags in maps:
+        body += struct.pack(E + "QQQBBH", start, end, pgoff, len(bid), mflags, 0)
+        body += bid + b"\0" * (20 - len(bid))
+    return rec(23, 2, body + struct.pack(E + "IIQ", pid, tid, time))
+
+out = (b"PERFILE2"[::-1] if big else b"PERFILE2") + struct.pack(E + "Q", 16)
+out += rec(64, 0, attr)
+out += sample(0x401234, 1000, 0x1111)
+out += sample(0x7f0000001000, 1001, 0x1111)
+out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bytes(range(1, 21)), 0),
+                             (0x7f0000000000, 0x7f0000004000, 0x2000, b"", 1 | 4)])
+out += sample(0x401300, 2000, 0)
+sys.stdout.buffer.write(out)
+EOF
+}
+
+expect() {
+  local what=$1 pattern=$2
+
+  if ! grep -qF -- "${pattern}" "${dump}"
+  then
+    echo "${what} [Failed no '${pattern}']"
+    fail=1
+  fi
+}
+
+expect_line() {
+  local what=$1 line=$2
+
+  if ! grep -qxF -- "${line}" "${dump}"
+  then
+    echo "${what} [Failed no line '${line}']"
+    fail=1
+  fi
+}
+
+test_dump() {
+  local order=$1
+
+  echo "perf report -D, ${order}"
+  make_data "${order}" 0 > "${data}"
+  perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Dump ${order}" "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
+  expect "Dump ${order}" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
+  expect "Dump ${order}" " ... map 1: [0x7f0000000000-0x7f0000004000) pgoff 0x2000 build_id - flags anon|no_build_id"
+  expect "Dump ${order}" " .. bio cookie: 0x1111"
+  expect_line "Dump ${order}" " .. bio cookie: 0"
+  expect "Dump ${order}" "BUILD_ID_OFFSET events:          1"
+}
+
+test_bad_nr() {
+  local order=$1
+
+  echo "A record claiming more maps than it holds, ${order}"
+  make_data "${order}" 1000 > "${data}"
+  perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Bad nr ${order}" "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 1002 flags TRUNCATED (only 2 maps fit in the record)"
+  expect "Bad nr ${order}" " ... map 1: [0x7f0000000000-0x7f0000004000)"
+}
+
+test_script() {
+  echo "perf script"
+  make_data be 0 > "${data}"
+  perf script -i - -F tid,ip,bioff < "${data}" > "${dump}" 2> /dev/null
+  expect "Script" "401234 bioff:0x1111"
+  expect "Script" "401300 bioff:0"
+  if grep -q "401300 bioff:0x" "${dump}"
+  then
+    echo "Script [Failed cookie 0 printed as another]"
+    fail=1
+  fi
+  perf script -i - --show-build-id-offset-events < "${data}" > "${dump}" 2> /dev/null
+  expect "Script records" "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
+}
+
+test_inject() {
+  echo "perf inject"
+  make_data be 0 > "${data}"
+  perf inject -i - -o "${injected}" < "${data}" 2> /dev/null
+  perf report -D -i "${injected}" > "${dump}" 2> /dev/null
+  expect "Inject" "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
+  expect "Inject" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
+}
+
+# Run a scenario, then say how it went.
+run() {
+  fail=0
+  "$@"
+  if [ ${fail} = 0 ]
+  then
+    echo "$* [Success]"
+  else
+    err=1
+  fi
+}
+
+run test_dump le
+run test_dump be
+run test_bad_nr le
+run test_bad_nr be
+run test_script
+run test_inject
+
+cleanup
+exit $err

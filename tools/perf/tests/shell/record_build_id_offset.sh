@@ -1,0 +1,161 @@
+#!/bin/bash
+# perf record --build-id-offset tests
+# SPDX-License-Identifier: GPL-2.0
+
+set -e
+
+err=0
+perfdata=$(mktemp /tmp/__perf_test.perf.data.XXXXX)
+injected=$(mktemp /tmp/__perf_test.perf.data.XXXXX)
+dump=$(mktemp /tmp/__perf_test.dump.XXXXX)
+workload="perf test -w noploop 1"
+
+cleanup() {
+  rm -f "${perfdata}" "${perfdata}".old "${injected}" "${dump}"
+  trap - EXIT TERM INT
+}
+
+trap_cleanup() {
+  cleanup
+  exit 1
+}
+trap trap_cleanup EXIT TERM INT
+
+# A kernel without the feature: one clear line, a non-zero exit.  Exit 2
+# (skip) for the rest then.
+test_support() {
+  local out
+
+  if out=$(perf record --build-id-offset -e cpu-clock -o /dev/null -- true 2>&1)
+  then
+    return 0
+  fi
+  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
+  then
+    echo "Unsupported kernel gives a clear error [Success]"
+    echo "Build-ID offset tests [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
+    cleanup
+    exit 2
+  fi
+  echo "Build-ID offset support check [Failed unexpected error: ${out}]"
+  cleanup
+  exit 1
+}
+
+# No record comes twice (one receiving event per CPU or task), and every
+# non-zero sample cookie of a task has a record with that tid and cookie.
+# System wide, samples taken just before perf disables its events (perf's
+# own, say) may get their record after that, when it is not written: there
+# at least nine in ten must join.
+check_join() {
+  local what=$1 strict=$2
+
+  if ! perf report -D -i "${perfdata}" > "${dump}" 2> /dev/null
+  then
+    echo "${what} [Failed perf report -D]"
+    err=1
+    return
+  fi
+  if ! awk -v strict="${strict}" '
+    / PERF_RECORD_SAMPLE\(/ { split($0, a, ": "); split(a[3], t, "/"); tid = t[2] + 0 }
+    / \.\. bio cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
+    / PERF_RECORD_BUILD_ID_OFFSET / {
+      split($0, a, "BUILD_ID_OFFSET "); split(a[2], f, /[ \/:]+/)
+      key = f[2] " " f[4]; seen[key]++; nrec++
+    }
+    END {
+      if (nrec == 0) { print "no records"; exit 1 }
+      for (k in seen) if (seen[k] > 1) { print "record twice: " k; exit 1 }
+      for (k in want) { nwant++; if (!(k in seen)) { nmiss++; miss = k } }
+      if (nmiss && (strict || nmiss * 10 > nwant)) {
+        print nmiss " of " nwant " cookies without a record, e.g. " miss; exit 1
+      }
+    }' "${dump}"
+  then
+    echo "${what} [Failed samples and records do not join]"
+    err=1
+    return
+  fi
+  echo "${what} [Success]"
+}
+
+test_workload() {
+  echo "Build-ID offset of a workload, -g, --synth=no"
+  if ! perf record --build-id-offset -g -e cpu-clock -c 1000000 --synth=no \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  then
+    echo "Workload [Failed record]"
+    err=1
+    return
+  fi
+  check_join "Workload" 1
+  if ! grep -Eq ' build_id [0-9a-f]{40} ' "${dump}"
+  then
+    echo "Workload [Failed no map with a build-ID]"
+    err=1
+  fi
+}
+
+test_system_wide() {
+  echo "Build-ID offset system wide"
+  if ! perf record --build-id-offset -a -e cpu-clock -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  then
+    echo "System wide [Skipped record failed, no permission?]"
+    return
+  fi
+  check_join "System wide" 0
+}
+
+test_script() {
+  echo "Build-ID offset in perf script"
+  perf record --build-id-offset -e cpu-clock -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  if ! perf script -i "${perfdata}" -F +bioff 2> /dev/null | grep -q 'bioff:0x'
+  then
+    echo "Script bioff field [Failed no cookie printed]"
+    err=1
+    return
+  fi
+  if ! perf script -i "${perfdata}" --show-build-id-offset-events 2> /dev/null | \
+       grep -q 'PERF_RECORD_BUILD_ID_OFFSET'
+  then
+    echo "Script records [Failed no record printed]"
+    err=1
+    return
+  fi
+  echo "Script [Success]"
+}
+
+# perf inject must pass the records through, unchanged in number.
+test_inject() {
+  local before after
+
+  echo "Build-ID offset through perf inject"
+  perf record --build-id-offset -e cpu-clock -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  if ! perf inject -i "${perfdata}" -o "${injected}" 2> /dev/null
+  then
+    echo "Inject [Failed perf inject]"
+    err=1
+    return
+  fi
+  before=$(perf report -D -i "${perfdata}" 2> /dev/null | grep -c ' PERF_RECORD_BUILD_ID_OFFSET ')
+  after=$(perf report -D -i "${injected}" 2> /dev/null | grep -c ' PERF_RECORD_BUILD_ID_OFFSET ')
+  if [ "${before}" -eq 0 ] || [ "${before}" -ne "${after}" ]
+  then
+    echo "Inject [Failed ${before} records before, ${after} after]"
+    err=1
+    return
+  fi
+  echo "Inject [Success]"
+}
+
+test_support
+test_workload
+test_system_wide
+test_script
+test_inject
+
+cleanup
+exit $err
