@@ -74,6 +74,7 @@ out += sample(0x7f0000001000, 1001, 0x1111)
 out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bytes(range(1, 21)), 0),
                              (0x7f0000000000, 0x7f0000004000, 0x2000, b"", 1 | 4)])
 out += sample(0x401300, 2000, 0)
+out += sample(0x401400, 3000, 0x2222)   # its record never comes
 sys.stdout.buffer.write(out)
 EOF
 }
@@ -126,9 +127,10 @@ test_script() {
   echo "perf script"
   make_data be 0 > "${data}"
   perf script -i - -F tid,ip,bioff < "${data}" > "${dump}" 2> /dev/null
-  expect "Script" "401234 bioff:0x1111"
-  expect "Script" "401300 bioff:0"
-  if grep -q "401300 bioff:0x" "${dump}"
+  # The IP's build-ID and offset (the sample is joined), then the cookie
+  expect "Script" "401234 bioff:0102030405060708090a0b0c0d0e0f1011121314+0x1234 bioff:0x1111"
+  expect "Script" "+0x1300 bioff:0"
+  if grep -q "+0x1300 bioff:0x" "${dump}"
   then
     echo "Script [Failed cookie 0 printed as another]"
     fail=1
@@ -144,6 +146,18 @@ test_inject() {
   perf report -D -i "${injected}" > "${dump}" 2> /dev/null
   expect "Inject" "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
   expect "Inject" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
+}
+
+# The first sample comes before its record: it must be held until the
+# record's maps are in, then resolve to the build-ID and file offset; the
+# last one's record never comes: counted.
+test_join() {
+  echo "Samples joined with their record"
+  make_data le 0 > "${data}"
+  perf script -i - -F tid,ip,dso,bioff < "${data}" > "${dump}" 2> /dev/null
+  expect "Join" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314]) bioff:0102030405060708090a0b0c0d0e0f1011121314+0x1234 bioff:0x1111"
+  perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
+  expect "Join" "1 of 4 samples with a build-ID offset cookie came without"
 }
 
 # Run a scenario, then say how it went.
@@ -164,6 +178,7 @@ run test_bad_nr le
 run test_bad_nr be
 run test_script
 run test_inject
+run test_join
 
 cleanup
 exit $err
