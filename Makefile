@@ -112,8 +112,12 @@ bench: build bench-tools
 	@sed -n '/===== BEGIN bench/,/===== END bench/p' \
 		$(BUILD)/guest/bench/output.log | tr -d '\r' | \
 		sed '1d;$$d' >$(BUILD)/bench/results.md
+	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
+		grep '^DATA startup' >$(BUILD)/bench/startup.dat || true
+	@gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
+		$(BUILD)/bench/startup.png
 	@cat $(BUILD)/bench/results.md
-	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/results.md"
+	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png}"
 
 # Run every `perf test` entry once in the guest and propose the list that
 # `make check` runs (see harness/perf_test_list.py); takes long under TCG.

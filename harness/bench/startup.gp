@@ -1,0 +1,20 @@
+# Start-up cost against the number of tasks, both modes: `make bench`
+# runs gnuplot on the DATA lines of the guest (startup.dat):
+#   DATA startup N TASKS MODE WALL CPU BYTES
+set terminal pngcairo size 900,420 font ",10"
+set output ARG2
+set multiplot layout 1,2 title "perf record -a -- true under TCG: default synthesis against --build-id-offset --synth=no"
+set xlabel "tasks in the guest"
+set key top left
+set grid
+set yrange [0:*]
+def = "< grep ' default ' " . ARG1
+bio = "< grep ' bio ' " . ARG1
+set ylabel "CPU seconds"
+plot def using 4:7 with linespoints title "default", \
+     bio using 4:7 with linespoints title "--build-id-offset --synth=no"
+set ylabel "perf.data bytes"
+set format y "%.0s%cB"
+plot def using 4:8 with linespoints title "default", \
+     bio using 4:8 with linespoints title "--build-id-offset --synth=no"
+unset multiplot
