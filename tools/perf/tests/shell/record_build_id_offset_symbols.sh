@@ -200,7 +200,11 @@ histogram() {
 # are compared by their shares of the expected symbols' total: the
 # workloads spin for fixed times, so the dearer sampling of one mode
 # under emulation moves a few points from them to fixed work such as the
-# dynamic loader's, in the same proportion for each.
+# dynamic loader's; and two processes spinning side by side on two
+# emulated CPUs split them unevenly from run to run (seen: 68/32 against
+# 53/47), so the expected symbols get 25 points of tolerance.  A wrong
+# attribution shows anyway: as unresolved addresses, as a symbol that is
+# not expected above 10%, or as an expected symbol below 5%.
 compare() {
   local what=$1 expected=$2
 
@@ -217,8 +221,9 @@ compare() {
       }
       for (s in syms) {
         a = p[1, s] + 0; b = p[2, s] + 0
-        if ((s in want) && ta > 0 && tb > 0) { a = a * 100 / ta; b = b * 100 / tb }
-        if ((a >= 10 || b >= 10) && (a - b > 15 || b - a > 15)) {
+        tol = 15
+        if ((s in want) && ta > 0 && tb > 0) { a = a * 100 / ta; b = b * 100 / tb; tol = 25 }
+        if ((a >= 10 || b >= 10) && (a - b > tol || b - a > tol)) {
           printf "  %s: %.1f%% without, %.1f%% with --build-id-offset\n", s, a, b; bad = 1
         }
         if (s ~ /^0x/ || s ~ /unknown/) unres += b
