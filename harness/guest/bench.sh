@@ -2,11 +2,14 @@
 # `make bench`, inside the guest: every comparison side by side in one
 # boot, printed as markdown between "===== BEGIN bench" and
 # "===== END bench", with the plot data as "DATA ..." lines (the Makefile
-# copies both out and plots).  BENCH_NS, BENCH_REPS and BENCH_PERIOD
-# (kernel parameters or the environment) change the defaults.
+# copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
+# BENCH_PERIOD change the defaults: `make bench
+# GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
+# init's environment).
 set -euo pipefail
 : "${bio_build:?}"
-ns=${BENCH_NS:-0 500 1000 2000 4000}
+ns=${BENCH_NS:-0,500,1000,2000,4000}
+ns=${ns//,/ }
 reps=${BENCH_REPS:-3}
 w=/tmp/bench
 mkdir -p "$w"
