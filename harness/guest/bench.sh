@@ -13,6 +13,8 @@ ns=${ns//,/ }
 reps=${BENCH_REPS:-3}
 w=/tmp/bench
 mkdir -p "$w"
+# The kernel's own split of the cost (perf_build_id_offset/stats)
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug || true
 cd "$w"
 # Local copies: 9p lookups are slow in the guest
 cp "$bio_build"/obj/bench/bio_cost "$bio_build"/obj/selftests/perf_events/libbio_dl.so "$w"/
