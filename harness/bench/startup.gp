@@ -14,7 +14,7 @@ set ylabel "CPU seconds"
 plot def using 4:7 with linespoints title "default", \
      bio using 4:7 with linespoints title "--build-id-offset --synth=no"
 set ylabel "perf.data bytes"
-set format y "%.0s%cB"
+set format y "%.1s%cB"
 plot def using 4:8 with linespoints title "default", \
      bio using 4:8 with linespoints title "--build-id-offset --synth=no"
 unset multiplot
