@@ -681,7 +681,7 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 {
 	uint64_t a = s->addrs[k];
 	const char *why, *why2;
-	struct vma *v;
+	struct vma *v, *v2;
 
 	switch (check_addr(m, a, bm, &why)) {
 	case RESOLVED:
@@ -696,8 +696,8 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 		 * nothing to resolve.
 		 */
 		v = maps_find(m, a);
-		if ((!v || !v->exec) && (!m2 || !maps_find(m2, a) ||
-					 !maps_find(m2, a)->exec)) {
+		v2 = m2 ? maps_find(m2, a) : NULL;
+		if ((!v || !v->exec) && (!v2 || !v2->exec)) {
 			ty->not_code++;
 			return;
 		}
@@ -961,16 +961,25 @@ static int trace_child(struct ring *rb, int nr_rb, struct trace *t,
 	return status;
 }
 
+/* This program's path, read once ("" if unreadable) */
+static const char *self_exe(void)
+{
+	static char exe[PATH_MAX - 64];
+	ssize_t n;
+
+	if (!exe[0]) {
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n < 0 ? 0 : n] = 0;
+	}
+	return exe;
+}
+
 static const char *self_dir(void)
 {
 	static char dir[PATH_MAX - 64];
-	ssize_t n;
 
 	if (!dir[0]) {
-		n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-		if (n < 0)
-			n = 0;
-		dir[n] = 0;
+		snprintf(dir, sizeof(dir), "%s", self_exe());
 		*(strrchr(dir, '/') ?: dir) = 0;
 	}
 	return dir;
@@ -1534,18 +1543,16 @@ TEST(fork_exec_exit)
 	struct maps m, mx;
 	char spin_maps[] = "/tmp/bio_spin_maps_XXXXXX";
 	struct ring *rb;
-	char self[PATH_MAX];
+	const char *self;
 	pid_t child;
-	ssize_t n;
 
 	if (bio_missing(_metadata))
 		return;
 	fd = mkstemp(spin_maps);
 	ASSERT_LE(0, fd);
 	close(fd);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	ASSERT_LT(0, n);
-	self[n] = 0;
+	self = self_exe();
+	ASSERT_NE(0, self[0]);
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(tids));
 
