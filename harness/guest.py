@@ -97,6 +97,38 @@ def accel():
     return want
 
 
+def host_tsc_khz():
+    """The host's TSC rate in kHz, or None when unknown or not constant.
+
+    Under TCG the guest's RDTSC returns the host's TSC, but the guest
+    cannot calibrate it: the PIT loop is at the mercy of emulation speed,
+    and tinyconfig has no HPET or ACPI PM timer to refine against.  An
+    uncalibrated TSC leaves the guest on the jiffies clocksource, which
+    makes cpu-clock and every CPU time tick-granular.  So tell the guest.
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return None
+    flags = re.search(r"^flags\s*:(.*)$", info, re.M)
+    if not flags or not {"constant_tsc", "nonstop_tsc"} <= \
+            set(flags.group(1).split()):
+        return None
+    try:
+        log = subprocess.run(["dmesg"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        log = ""
+    # The refined figure, when the host printed one, comes last.
+    found = re.findall(r"tsc: (?:Refined TSC clocksource calibration: |"
+                       r"Detected )(\d+\.\d+) MHz", log)
+    m = re.match(r"(\d+\.\d+)", found[-1]) if found else None
+    if not m:
+        m = re.search(r"^cpu MHz\s*:\s*(\d+\.\d+)", info, re.M)
+    return int(float(m.group(1)) * 1000) if m else None
+
+
 def qemu_cmd(acc, run_dir, list_path, mem):
     share = "security_model=none,readonly=on,multidevs=remap"
     append = " ".join([
@@ -106,6 +138,9 @@ def qemu_cmd(acc, run_dir, list_path, mem):
         f"bio_repo={REPO}", f"bio_build={BUILD}", f"bio_list={list_path}",
         *APPEND,
     ])
+    khz = host_tsc_khz() if acc == "tcg" else None
+    if khz and "tsc_early_khz=" not in append:
+        append += f" tsc_early_khz={khz} tsc=reliable"
     cpu = ["-accel", "kvm", "-cpu", "host"] if acc == "kvm" else \
         ["-accel", "tcg,thread=multi", "-cpu", "max"]
     cmd = ["qemu-system-x86_64", "-M", "pc", *cpu, "-smp", "2", "-m", mem,
