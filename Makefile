@@ -116,8 +116,12 @@ bench: build bench-tools
 		grep '^DATA startup' >$(BUILD)/bench/startup.dat || true
 	@gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
 		$(BUILD)/bench/startup.png
+	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
+		grep '^DATA overhead' >$(BUILD)/bench/overhead.dat || true
+	@gnuplot -c harness/bench/overhead.gp $(BUILD)/bench/overhead.dat \
+		$(BUILD)/bench/overhead.png
 	@cat $(BUILD)/bench/results.md
-	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png}"
+	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png,overhead.png}"
 
 # Run every `perf test` entry once in the guest and propose the list that
 # `make check` runs (see harness/perf_test_list.py); takes long under TCG.

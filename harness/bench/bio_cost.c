@@ -9,7 +9,10 @@
  *   g         cpu-clock, IP + TID + TIME + CALLCHAIN (perf record -g)
  *   g+bio     and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
  *             sampling side and the deferred unwind, no record built
- *   g+bio+rx  and defer_output: records built and written
+ *   g+bio+rx  and defer_output: records built and written; samples may
+ *             name the task's last record (the kernel's default)
+ *   ...noreuse the same with debugfs perf_build_id_offset/reuse at 0:
+ *             one record per kernel entry with samples
  *
  * Two workloads: "warm" calls into one shared object, so the kernel's
  * build-ID cache hits; "cold" calls into NLIBS copies of it in turn, more
@@ -21,7 +24,17 @@
  * kernel's own split: ns per sample on the sampling side, us per record
  * on the deferred side, and parses per record.
  *
- * usage: bio_cost [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so
+ * The frames are about 16 deep (D_FRAMES of the program on top of the
+ * usual start-up frames and the shared object's).  A second table gives
+ * the bytes per sample that reached the ring buffer: samples and records
+ * as they are, and the same samples with their user frames in the inline
+ * form of BPF build-ID stacks (32 bytes each instead of 8), for the
+ * stack part and for the whole.
+ *
+ * -d prints, instead of the tables, one line for the overhead plot:
+ * "DATA overhead FREQ_HZ G% BIO% BIO_NOREUSE%", warm workload only.
+ *
+ * usage: bio_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -43,12 +56,20 @@
 #define RING_PAGES	512
 #define MAX_REPS	15
 
-enum mode { M_NONE, M_G, M_BIO, M_RX, NR_MODES };
-static const char * const mode_name[] = { "none", "g", "g+bio", "g+bio+rx" };
+enum mode { M_NONE, M_G, M_BIO, M_RX_NOREUSE, M_RX, NR_MODES };
+static const char * const mode_name[] = {
+	"none", "-g", "-g + sample bit, no receiver",
+	"-g + sample bit + defer_output, reuse off",
+	"-g + sample bit + defer_output",
+};
+
+/* Program frames above the shared object's: about 16 user frames */
+#define D_FRAMES	8
 
 struct run {
 	double cpu;			/* child CPU seconds */
 	uint64_t samples, records, lost;
+	uint64_t sample_bytes, record_bytes, user_frames;
 	uint64_t k_samples, k_sample_ns, k_records, k_record_ns, k_parses;
 };
 
@@ -71,6 +92,14 @@ static __attribute__((noipa)) unsigned long frame(lib_fn f, unsigned long n)
 	return f(n, cb) + 1;
 }
 
+static __attribute__((noipa)) unsigned long deep(int d, lib_fn f,
+						 unsigned long n)
+{
+	if (!d)
+		return frame(f, n);
+	return deep(d - 1, f, n) + 1;
+}
+
 static double cpu_now(void)
 {
 	struct timespec ts;
@@ -90,7 +119,7 @@ static void child_work(int go, int out, int n)
 		_exit(1);
 	t0 = cpu_now();
 	for (i = 0; i < work * 64; i++)
-		bio_sink += frame(libs[i % n], 2000);
+		bio_sink += deep(D_FRAMES, libs[i % n], 2000);
 	t0 = cpu_now() - t0;
 	if (write(out, &t0, sizeof(t0)) != sizeof(t0))
 		_exit(1);
@@ -130,6 +159,26 @@ static void dbg_read(struct run *r)
 		fclose(f);
 }
 
+/* u64 @i of the record at @off, which may wrap around the ring */
+static uint64_t ring_u64(const char *data, uint64_t size, uint64_t off, int i)
+{
+	uint64_t v;
+
+	memcpy(&v, data + (off + sizeof(struct perf_event_header) + 8 * i) % size,
+	       sizeof(v));
+	return v;
+}
+
+/* Sample: IP, TID, TIME, CALLCHAIN (user only), ...: its user frames */
+static uint64_t user_frames(const char *data, uint64_t size, uint64_t off)
+{
+	uint64_t nr = ring_u64(data, size, off, 3), i, n = 0;
+
+	for (i = 0; i < nr; i++)
+		n += ring_u64(data, size, off, 4 + i) < PERF_CONTEXT_MAX;
+	return n;
+}
+
 static void drain(struct perf_event_mmap_page *pg, uint64_t size,
 		  struct run *r)
 {
@@ -141,10 +190,14 @@ static void drain(struct perf_event_mmap_page *pg, uint64_t size,
 		struct perf_event_header *h = (void *)(data + tail % size);
 
 		/* The header never wraps: records are 8-byte multiples */
-		if (h->type == PERF_RECORD_SAMPLE)
+		if (h->type == PERF_RECORD_SAMPLE) {
 			r->samples++;
-		else if (h->type == PERF_RECORD_BUILD_ID_OFFSET)
+			r->sample_bytes += h->size;
+			r->user_frames += user_frames(data, size, tail);
+		} else if (h->type == PERF_RECORD_BUILD_ID_OFFSET) {
 			r->records++;
+			r->record_bytes += h->size;
+		}
 		else if (h->type == PERF_RECORD_LOST)
 			r->lost += ((uint64_t *)(h + 1))[1];
 		tail += h->size;
@@ -180,7 +233,7 @@ static int one_run(enum mode mode, int n, struct run *r)
 		attr.sample_id_all = 1;
 		if (mode >= M_BIO)
 			attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET;
-		attr.defer_output = mode == M_RX;
+		attr.defer_output = mode >= M_RX_NOREUSE;
 		fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1,
 			     PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
@@ -196,6 +249,7 @@ static int one_run(enum mode mode, int n, struct run *r)
 			return -1;
 	}
 	dbg_write(DBG "stats", "0");
+	dbg_write(DBG "reuse", mode == M_RX_NOREUSE ? "0" : "1");
 	if (write(go[1], "g", 1) != 1)
 		return -1;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -258,12 +312,15 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int n; } loads[] = {
 		{ "warm", 1 }, { "cold", 0 },
 	};
-	struct run runs[NR_MODES][MAX_REPS];
+	struct run runs[NR_MODES][MAX_REPS], bytes[2][NR_MODES];
 	double cpu[MAX_REPS], med[NR_MODES];
-	int opt, l, m, i, timed;
+	int opt, l, m, i, timed, data_only = 0;
 
-	while ((opt = getopt(argc, argv, "r:n:p:k:")) != -1) {
+	while ((opt = getopt(argc, argv, "dr:n:p:k:")) != -1) {
 		switch (opt) {
+		case 'd':
+			data_only = 1;
+			break;
 		case 'r':
 			reps = atoi(optarg);
 			break;
@@ -282,9 +339,30 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1 || reps < 1 || reps > MAX_REPS || nr_libs < 1)
 		goto usage;
+	if (data_only)
+		nr_libs = 1;
 	if (load_libs(argv[optind], nr_libs))
 		return 1;
 	timed = !dbg_write(DBG "timing", "1");
+
+	if (data_only) {
+		for (i = 0; i < reps; i++)
+			for (m = 0; m < NR_MODES; m++)
+				if (one_run(m, 1, &runs[m][i]))
+					return 1;
+		for (m = 0; m < NR_MODES; m++) {
+			for (i = 0; i < reps; i++)
+				cpu[i] = runs[m][i].cpu;
+			qsort(cpu, reps, sizeof(*cpu), cmp_double);
+			med[m] = cpu[reps / 2];
+		}
+		printf("DATA overhead %.0f %.1f %.1f %.1f\n", 1e9 / period,
+		       100 * (med[M_G] / med[M_NONE] - 1),
+		       100 * (med[M_RX] / med[M_NONE] - 1),
+		       100 * (med[M_RX_NOREUSE] / med[M_NONE] - 1));
+		dbg_write(DBG "reuse", "1");
+		return 0;
+	}
 
 	printf("| workload | mode | CPU s (median of %d) | spread | overhead | samples | records | lost | ns/sample (kernel) | us/record (kernel) | parses/record |\n",
 	       reps);
@@ -300,6 +378,7 @@ int main(int argc, char **argv)
 		for (m = 0; m < NR_MODES; m++) {
 			struct run *r = &runs[m][reps / 2];
 
+			bytes[l][m] = *r;
 			for (i = 0; i < reps; i++)
 				cpu[i] = runs[m][i].cpu;
 			qsort(cpu, reps, sizeof(*cpu), cmp_double);
@@ -315,23 +394,51 @@ int main(int argc, char **argv)
 				       r->k_samples);
 			else
 				printf(" - |");
-			if (timed && m == M_RX && r->k_records)
+			if (timed && m >= M_RX_NOREUSE && r->k_records)
 				printf(" %.1f | %.2f |\n",
 				       r->k_record_ns / 1e3 / r->k_records,
 				       (double)r->k_parses / r->k_records);
 			else
 				printf(" - | - |\n");
 		}
-		printf("| %s | ratio (g+bio+rx overhead / g overhead) | %.2f | | | | | | | | |\n",
+		printf("| %s | overhead against -g's | %.2f (reuse off: %.2f) | | | | | | | | |\n",
 		       loads[l].name,
-		       (med[M_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]));
+		       (med[M_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]),
+		       (med[M_RX_NOREUSE] - med[M_NONE]) /
+		       (med[M_G] - med[M_NONE]));
+	}
+
+	printf("\nBytes per sample in the ring buffer (median run of each mode; inline: the same samples with each user frame as a 32-byte build-ID + offset entry, as BPF build-ID stacks have them, instead of an 8-byte address and a cookie):\n\n");
+	printf("| workload | mode | samples | user frames/sample | sample B | record B/sample | total B/sample | stack B/sample | inline stack B/sample | ours/inline (stack) | ours/inline (total) |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (l = 0; l < 2; l++) {
+		for (m = M_G; m < NR_MODES; m++) {
+			const struct run *r = &bytes[l][m];
+			double ns = r->samples ? r->samples : 1;
+			double fr = r->user_frames / ns;
+			double cookie = m >= M_BIO ? 8 : 0;
+			double rec = r->record_bytes / ns;
+			double tot = r->sample_bytes / ns + rec;
+			double stack = 8 * fr + cookie + rec;
+			double inl = 32 * fr;
+			double inl_tot = r->sample_bytes / ns - 8 * fr - cookie + inl;
+
+			if (m == M_BIO)
+				continue;
+			printf("| %s | %s | %llu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n",
+			       loads[l].name, mode_name[m],
+			       (unsigned long long)r->samples, fr,
+			       r->sample_bytes / ns, rec, tot, stack, inl,
+			       100 * stack / inl, 100 * tot / inl_tot);
+		}
 	}
 	if (timed)
 		dbg_write(DBG "timing", "0");
+	dbg_write(DBG "reuse", "1");
 	if (!timed)
 		printf("\n(no %s: the kernel's split is not shown)\n", DBG);
 	return 0;
 usage:
-	fprintf(stderr, "usage: bio_cost [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");
+	fprintf(stderr, "usage: bio_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");
 	return 2;
 }

@@ -80,5 +80,32 @@ echo "cpu-clock every ${BENCH_PERIOD:-100000} ns; a child does fixed work while 
 echo
 ./bio_cost -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbio_dl.so
 echo
+echo "## Overhead against the sampling frequency"
+echo
+echo "The warm workload of bio_cost, median of ${BENCH_REPS:-5} runs per point (plot: overhead.png)."
+echo
+echo "| samples/s | -g | -g --build-id-offset | reuse off |"
+echo "|---|---|---|---|"
+for p in ${BENCH_PERIODS:-1000000 400000 200000 100000 50000}; do
+	./bio_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbio_dl.so | tee -a data.txt |
+		awk '{ printf "| %s | %+.1f%% | %+.1f%% | %+.1f%% |\n", $3, $4, $5, $6 }'
+done
+echo
+echo "## perf.data bytes per sample"
+echo
+echo "\`perf record -g -e cpu-clock -c 100000\` of \`multilib 2\` (a program and two shared objects), with the tasks of the guest around it: synthesis and MMAP records against build-ID offset records."
+echo
+echo "| mode | samples | perf.data bytes | bytes/sample |"
+echo "|---|---|---|---|"
+cp "$bio_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
+for mode in default bio; do
+	opts=()
+	[ $mode = bio ] && opts=(--build-id-offset --synth=no)
+	perf record -q -g -e cpu-clock -c 100000 "${opts[@]}" -o b.data -- ./multilib 2 >/dev/null 2>&1
+	n=$(perf report -i b.data --stats 2>/dev/null | awk '/ SAMPLE events:/ { print $3; exit }')
+	b=$(stat -c %s b.data)
+	echo "| $mode | $n | $b | $(( b / (n > 0 ? n : 1) )) |"
+done
+echo
 echo "===== END bench"
 cat data.txt

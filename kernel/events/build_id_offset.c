@@ -36,6 +36,12 @@
  * Build-IDs are cached by file identity and version so that the steady
  * state costs a lookup, not an ELF parse; see perf_bio_key_init() for when
  * an entry stops matching.
+ *
+ * Most samples need no record of their own: a task keeps the maps of its
+ * last record, and a later sample whose user addresses they all cover
+ * while the address space has not changed names that record instead of
+ * asking for deferred work (perf_bio_reuse()).  That keeps the steady
+ * state close to the cost of the sample alone.
  */
 
 #include <linux/atomic.h>
@@ -63,6 +69,7 @@
 #include <linux/sort.h>
 #include <linux/spinlock.h>
 #include <linux/static_key.h>
+#include <linux/timekeeping.h>
 #include <linux/unwind_deferred.h>
 #include <kunit/visibility.h>
 
@@ -86,6 +93,7 @@ struct perf_bio_stats {
 	u64	parses;		/* build-IDs read from the file */
 	u64	truncated;	/* records with PERF_BIO_F_TRUNCATED */
 	u64	mm_changed;	/* records with PERF_BIO_F_MM_CHANGED */
+	u64	reused;		/* samples that named an earlier record */
 };
 
 static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
@@ -112,6 +120,52 @@ static_assert(PERF_BIO_MAX_MAPS * sizeof(struct perf_bio_map) +
 
 /* The one user of deferred unwinding for all perf events */
 static struct unwind_work perf_bio_unwind_work;
+
+/*
+ * Reuse of a task's last record by its later samples: on unless debugfs
+ * perf_build_id_offset/reuse is set to 0 (to measure what it saves).
+ */
+static DEFINE_STATIC_KEY_TRUE(perf_bio_reuse_on);
+
+/* Moves when a receiver starts: it has not seen the records before */
+static atomic_long_t perf_bio_gen;
+
+/*
+ * How long a table is reused before its VMAs are looked up and its
+ * build-IDs checked again, however quiet the address space: bounds how
+ * long a file rewritten in place under a live mapping keeps its old
+ * build-ID, and how long a receiver that attached its buffer late sees
+ * samples naming a record it did not get.
+ */
+#define PERF_BIO_REUSE_NS	(20 * NSEC_PER_MSEC)
+
+/**
+ * perf_bio_receivers_changed - a defer_output event was created or enabled
+ *
+ * Records written before did not reach it, so no sample may name them
+ * from now on.
+ *
+ * Context: any.
+ */
+void perf_bio_receivers_changed(void)
+{
+	atomic_long_inc(&perf_bio_gen);
+}
+
+/*
+ * mm->mm_lock_seq moves whenever mmap_lock is taken for writing, which
+ * every change to a VMA needs.  Without per-VMA locks there is no such
+ * count, and no reuse.
+ */
+static bool perf_bio_mm_seq(struct mm_struct *mm, unsigned int *seq)
+{
+#ifdef CONFIG_PER_VMA_LOCK
+	*seq = raw_read_seqcount(&mm->mm_lock_seq);
+	return true;
+#else
+	return false;
+#endif
+}
 
 /* ---- Sampling side: any context, NMI included ---- */
 
@@ -165,18 +219,130 @@ VISIBLE_IF_KUNIT void perf_bio_stash_sample(struct perf_bio_task *bt,
 	}
 }
 
+/* Is @addr in one of the maps of @tab? */
+VISIBLE_IF_KUNIT bool perf_bio_table_covers(const struct perf_bio_table *tab,
+					    unsigned long addr)
+{
+	unsigned int lo = 0, hi = tab->nr;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (addr < tab->maps[mid].start)
+			hi = mid;
+		else if (addr >= tab->maps[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* The user entries of a sample's callchain, after PERF_CONTEXT_USER */
+static bool perf_bio_covers_callchain(const struct perf_bio_table *tab,
+				      const struct perf_callchain_entry *cc)
+{
+	bool user = false;
+	u64 i;
+
+	for (i = 0; i < cc->nr; i++) {
+		u64 ip = cc->ip[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			user = ip == PERF_CONTEXT_USER;
+			continue;
+		}
+		/* What the deferred work would drop, it need not cover */
+		if (user && ip && ip < TASK_SIZE &&
+		    !perf_bio_table_covers(tab, ip))
+			return false;
+	}
+	return true;
+}
+
+static bool perf_bio_covers_branches(const struct perf_bio_table *tab,
+				     const struct perf_branch_stack *bs)
+{
+	u64 i;
+
+	for (i = 0; i < bs->nr; i++) {
+		u64 from = bs->entries[i].from, to = bs->entries[i].to;
+
+		if (from && from < TASK_SIZE && !perf_bio_table_covers(tab, from))
+			return false;
+		if (to && to < TASK_SIZE && !perf_bio_table_covers(tab, to))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The cookie of the task's last record if that record can stand for
+ * this sample, else 0.  It can when nothing it says may have changed: same
+ * program, no VMA changed since its maps were looked up (mm_lock_seq), no
+ * receiver started since, not expired; and when its maps cover every user
+ * address of the sample: where the task entered the kernel, the sampled
+ * IP, the user callchain and the user branch addresses.  Reads only
+ * current's own state: NMI-safe.
+ */
+static u64 perf_bio_reuse(struct perf_bio_task *bt,
+			  struct perf_sample_data *data,
+			  struct perf_event *event, struct pt_regs *regs)
+{
+	struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+	struct mm_struct *mm = current->mm;
+	const struct perf_bio_table *tab;
+	unsigned int seq;
+	u64 cookie;
+
+	if (!static_branch_likely(&perf_bio_reuse_on) || !stash)
+		return 0;
+	tab = &stash->table;
+
+	/*
+	 * The deferred work clears the cookie before it rewrites the table
+	 * and sets it last; this sample interrupted that work or not at
+	 * all, so the table does not change under it.
+	 */
+	cookie = READ_ONCE(tab->cookie);
+	if (!cookie)
+		return 0;
+	barrier();
+
+	if (tab->mm != mm || tab->exec_id != READ_ONCE(current->self_exec_id) ||
+	    tab->gen != atomic_long_read(&perf_bio_gen) ||
+	    !perf_bio_mm_seq(mm, &seq) || seq != tab->mm_seq ||
+	    ktime_get_mono_fast_ns() > tab->expires)
+		return 0;
+
+	if (!perf_bio_table_covers(tab, instruction_pointer(task_pt_regs(current))))
+		return 0;
+	if (user_mode(regs) &&
+	    !perf_bio_table_covers(tab, instruction_pointer(regs)))
+		return 0;
+	if ((data->sample_flags & PERF_SAMPLE_CALLCHAIN) && data->callchain &&
+	    !perf_bio_covers_callchain(tab, data->callchain))
+		return 0;
+	if (has_branch_stack(event) && data->br_stack &&
+	    !perf_bio_covers_branches(tab, data->br_stack))
+		return 0;
+	return cookie;
+}
+
 /**
  * perf_bio_prepare_sample - the sampling side of PERF_SAMPLE_BUILD_ID_OFFSET
  * @data: the sample; gets the cookie in @data->defer_cookie
  * @event: the event that samples
  * @regs: the registers of the sample
  *
- * Asks for the deferred work of the current kernel entry and keeps the
- * user addresses of the sample that the deferred work will not see in the
- * task's own registers and stack: a precise IP and the branch stack.  The
- * cookie is 0 when no record will follow: for another task than current
- * (as for user callchains), kernel threads, io workers, exiting tasks,
- * tasks without user registers.
+ * Names the task's last record when it covers the sample (see
+ * perf_bio_reuse()).  Otherwise asks for the deferred work of the current
+ * kernel entry and keeps the user addresses of the sample that the
+ * deferred work will not see in the task's own registers and stack: a
+ * precise IP and the branch stack.  The cookie is 0 when no record will
+ * cover the sample: for another task than current (as for user
+ * callchains), kernel threads, io workers, exiting tasks, tasks without
+ * user registers.
  *
  * Context: any, NMI included; current is the sampled task.
  */
@@ -194,6 +360,15 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 
 	if ((task && task != current) || !current->mm)
 		return;
+
+	cookie = perf_bio_reuse(bt, data, event, regs);
+	if (cookie) {
+		data->defer_cookie = cookie;
+		perf_bio_count(reused, 1);
+		perf_bio_count_time(sample_ns, start);
+		return;
+	}
+
 	if (unwind_deferred_request(&perf_bio_unwind_work, &cookie) < 0)
 		return;
 
@@ -278,12 +453,16 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
 	return n;
 }
 
-/* A sample of this entry found no stash: make one for the next entries */
-static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie)
+/*
+ * Make the task's stash when a sample of this entry found none, or when
+ * @table: the table of its last record is to be kept.
+ */
+static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
+				 bool table)
 {
 	struct perf_bio_stash *stash;
 
-	if (bt->stash || READ_ONCE(bt->missed) != cookie ||
+	if (bt->stash || (READ_ONCE(bt->missed) != cookie && !table) ||
 	    (current->flags & PF_EXITING))
 		return;
 
@@ -403,6 +582,8 @@ VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
 		res->flags |= PERF_BIO_F_TRUNCATED;
 		return;
 	}
+	/* No writer while we hold the lock: the count stands for what we see */
+	res->looked_up = perf_bio_mm_seq(mm, &res->mm_seq);
 
 	for (i = 0; i < res->nr_addrs; i++) {
 		unsigned long addr = res->addrs[i];
@@ -678,12 +859,14 @@ static void perf_bio_emit(u64 cookie, u32 flags,
 
 /*
  * One buffer for the table and the addresses: maps[max_maps], then
- * files[max_maps], then addrs[nr_addrs].  Usually a few hundred bytes;
- * kvmalloc() for the rare deep stack.
+ * files[max_maps], then addrs[nr_addrs].  Room for at least the maps of a
+ * reused table.  Usually a few hundred bytes; kvmalloc() for the rare
+ * deep stack.
  */
 static int perf_bio_alloc(struct perf_bio_resolve *res, unsigned int nr_addrs)
 {
-	unsigned int max_maps = clamp(nr_addrs, 1U, PERF_BIO_MAX_MAPS);
+	unsigned int max_maps = clamp(nr_addrs, PERF_BIO_REUSE_MAPS,
+				      PERF_BIO_MAX_MAPS);
 	size_t size = max_maps * (sizeof(*res->maps) + sizeof(*res->files)) +
 		      nr_addrs * sizeof(*res->addrs);
 	void *buf;
@@ -699,6 +882,101 @@ static int perf_bio_alloc(struct perf_bio_resolve *res, unsigned int nr_addrs)
 	return 0;
 }
 
+static int perf_bio_cmp_map(const void *a, const void *b)
+{
+	const struct perf_bio_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * Add to the table being built the maps of @tab that it lacks, as room
+ * under PERF_BIO_REUSE_MAPS allows, so that a record covers the task's
+ * working set and later samples that run elsewhere in it can still name
+ * it.  Only for a table looked up at the same mm_lock_seq (same VMAs) and
+ * whose build-IDs are read (no file reference left).  Returns how many
+ * were added.
+ */
+VISIBLE_IF_KUNIT unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
+						   const struct perf_bio_table *tab)
+{
+	unsigned int i, j, nr = res->nr_maps, added = 0;
+
+	for (i = 0; i < tab->nr; i++) {
+		const struct perf_bio_map *old = &tab->maps[i];
+		bool have = false;
+
+		if (res->nr_maps >= PERF_BIO_REUSE_MAPS ||
+		    res->nr_maps >= res->max_maps)
+			break;
+		for (j = 0; j < nr && !have; j++)
+			have = res->maps[j].start == old->start;
+		if (have)
+			continue;
+		res->maps[res->nr_maps] = *old;
+		res->files[res->nr_maps++] = NULL;
+		added++;
+	}
+	if (added)
+		sort(res->maps, res->nr_maps, sizeof(*res->maps),
+		     perf_bio_cmp_map, NULL);
+	return added;
+}
+
+/* May later samples name this record?  Not if any part of it may change */
+static bool perf_bio_table_ok(const struct perf_bio_resolve *res)
+{
+	unsigned int i;
+
+	if (!res->looked_up || res->flags ||
+	    res->nr_maps > PERF_BIO_REUSE_MAPS)
+		return false;
+	/* Unreadable may be for now only (I/O error, signal) */
+	for (i = 0; i < res->nr_maps; i++)
+		if (res->maps[i].flags & PERF_BIO_MAP_UNREADABLE)
+			return false;
+	return true;
+}
+
+/*
+ * Take the task's table out of use before the next record is built: a
+ * sample must never name a record older than the task's last one.  Was it
+ * good for current's samples until now (but for mm_lock_seq, which the
+ * caller compares once it has looked up the VMAs)?  Then its maps may
+ * join the next record.
+ */
+static bool perf_bio_table_retire(struct perf_bio_table *tab,
+				  unsigned long gen)
+{
+	bool live = READ_ONCE(tab->cookie) && tab->mm == current->mm &&
+		    tab->exec_id == current->self_exec_id &&
+		    tab->gen == gen &&
+		    ktime_get_mono_fast_ns() <= tab->expires;
+
+	WRITE_ONCE(tab->cookie, 0);
+	barrier();
+	return live;
+}
+
+/*
+ * Keep the maps of the record just built for the task's later samples.
+ * The cookie goes last: a sample that interrupts us sees 0 until then.
+ */
+static void perf_bio_table_save(struct perf_bio_table *tab,
+				const struct perf_bio_resolve *res, u64 cookie,
+				u64 expires, unsigned long gen)
+{
+	tab->mm = current->mm;
+	tab->exec_id = current->self_exec_id;
+	tab->mm_seq = res->mm_seq;
+	tab->gen = gen;
+	tab->expires = expires;
+	tab->nr = res->nr_maps;
+	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
+	barrier();
+	WRITE_ONCE(tab->cookie, cookie);
+}
+
 /*
  * The unwind callback: build and emit the record of entry @cookie.
  *
@@ -710,16 +988,23 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 				     u64 cookie)
 {
 	struct perf_bio_task *bt = &current->perf_bio;
+	bool reuse = static_branch_likely(&perf_bio_reuse_on);
+	unsigned long gen = atomic_long_read(&perf_bio_gen);
+	struct perf_bio_table *tab = NULL;
 	struct perf_bio_resolve res = {};
 	u64 start = perf_bio_clock();
+	bool live = false;
 	unsigned int nr;
 
 	/* Nobody to tell: only empty the stash */
 	if (!atomic_read(&nr_defer_output_events)) {
 		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
-		perf_bio_alloc_stash(bt, cookie);
+		perf_bio_alloc_stash(bt, cookie, false);
 		return;
 	}
+
+	if (bt->stash)
+		live = perf_bio_table_retire(&bt->stash->table, gen);
 
 	nr = 1 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
 	if (perf_bio_alloc(&res, nr)) {
@@ -737,7 +1022,9 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	res.nr_addrs += perf_bio_take_stash(bt, cookie,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
-	perf_bio_alloc_stash(bt, cookie);
+	perf_bio_alloc_stash(bt, cookie, reuse);
+	if (reuse && bt->stash)
+		tab = &bt->stash->table;
 
 	/*
 	 * The addresses are of the program that ran when the entry began;
@@ -750,9 +1037,22 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 		res.nr_addrs = perf_bio_sort_addrs(res.addrs, res.nr_addrs);
 		perf_bio_find_vmas(current->mm, &res);
 		perf_bio_read_build_ids(&res);
+		/* Same VMAs as when the last table was made: keep its maps */
+		if (tab && live && res.looked_up && !res.flags &&
+		    tab->mm_seq == res.mm_seq)
+			perf_bio_table_merge(&res, tab);
+		else
+			live = false;
 	}
 
 	perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps);
+
+	/* A merged table keeps the age of its oldest build-IDs */
+	if (tab && perf_bio_table_ok(&res))
+		perf_bio_table_save(tab, &res, cookie,
+				    live ? tab->expires :
+				    ktime_get_mono_fast_ns() + PERF_BIO_REUSE_NS,
+				    gen);
 	kvfree(res.maps);
 
 	perf_bio_count(records, 1);
@@ -823,7 +1123,7 @@ void __init perf_bio_init(void)
 	WARN(ret, "perf: no deferred unwind for build-ID offsets: %d\n", ret);
 }
 
-/* ---- debugfs: perf_build_id_offset/{stats,timing} ---- */
+/* ---- debugfs: perf_build_id_offset/{stats,timing,reuse} ---- */
 
 #ifdef CONFIG_DEBUG_FS
 static int perf_bio_stats_show(struct seq_file *m, void *v)
@@ -843,6 +1143,7 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		sum.parses += READ_ONCE(st->parses);
 		sum.truncated += READ_ONCE(st->truncated);
 		sum.mm_changed += READ_ONCE(st->mm_changed);
+		sum.reused += READ_ONCE(st->reused);
 	}
 	seq_printf(m, "samples %llu\nsample_ns %llu\nrecords %llu\n",
 		   sum.samples, sum.sample_ns, sum.records);
@@ -850,6 +1151,7 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		   sum.record_ns, sum.maps, sum.cache_hits);
 	seq_printf(m, "parses %llu\ntruncated %llu\nmm_changed %llu\n",
 		   sum.parses, sum.truncated, sum.mm_changed);
+	seq_printf(m, "reused %llu\n", sum.reused);
 	return 0;
 }
 
@@ -897,6 +1199,28 @@ static int perf_bio_timing_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(perf_bio_timing_fops, perf_bio_timing_get,
 			 perf_bio_timing_set, "%llu\n");
 
+static int perf_bio_reuse_get(void *data, u64 *val)
+{
+	*val = static_key_enabled(&perf_bio_reuse_on);
+	return 0;
+}
+
+/* Off: every sample asks for a record of its own entry */
+static int perf_bio_reuse_set(void *data, u64 val)
+{
+	if (val) {
+		static_branch_enable(&perf_bio_reuse_on);
+	} else {
+		static_branch_disable(&perf_bio_reuse_on);
+		/* Tables made before must not come back when it is on again */
+		perf_bio_receivers_changed();
+	}
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(perf_bio_reuse_fops, perf_bio_reuse_get,
+			 perf_bio_reuse_set, "%llu\n");
+
 static int __init perf_bio_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("perf_build_id_offset", NULL);
@@ -904,6 +1228,8 @@ static int __init perf_bio_debugfs_init(void)
 	debugfs_create_file("stats", 0600, dir, NULL, &perf_bio_stats_fops);
 	debugfs_create_file_unsafe("timing", 0600, dir, NULL,
 				   &perf_bio_timing_fops);
+	debugfs_create_file_unsafe("reuse", 0600, dir, NULL,
+				   &perf_bio_reuse_fops);
 	return 0;
 }
 late_initcall(perf_bio_debugfs_init);

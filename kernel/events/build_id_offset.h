@@ -29,6 +29,7 @@ void perf_bio_exit_task(struct task_struct *task);
 int perf_bio_check_attr(const struct perf_event_attr *attr);
 void perf_bio_prepare_sample(struct perf_sample_data *data,
 			     struct perf_event *event, struct pt_regs *regs);
+void perf_bio_receivers_changed(void);
 
 #else /* !CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -51,6 +52,8 @@ static inline void perf_bio_prepare_sample(struct perf_sample_data *data,
 {
 	data->defer_cookie = 0;
 }
+
+static inline void perf_bio_receivers_changed(void) { }
 
 #endif /* CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -83,18 +86,53 @@ struct perf_bio_record {
  */
 #define PERF_BIO_STASH_ENTRIES	126
 
+/* Bound on the maps a task's last record keeps for its later samples */
+#define PERF_BIO_REUSE_MAPS	16
+
 /**
- * struct perf_bio_stash - sample addresses waiting for the deferred work
+ * struct perf_bio_table - the maps of a task's last record, for reuse
+ * @cookie:	the record's cookie; 0 while there is nothing to reuse, and
+ *		while the deferred work rewrites the table
+ * @mm:		the address space the maps describe (compared, never
+ *		dereferenced)
+ * @exec_id:	current->self_exec_id when the maps were looked up
+ * @mm_seq:	mm->mm_lock_seq then, read under mmap_lock: while it has not
+ *		moved, no VMA of @mm has changed
+ * @gen:	perf_bio_gen then: a receiver that starts later has not seen
+ *		the record
+ * @expires:	ktime_get_mono_fast_ns() after which the maps are looked up
+ *		and their build-IDs checked again
+ * @nr:		entries in @maps
+ * @maps:	sorted by start
+ *
+ * See perf_bio_reuse().  Written only by the task's deferred work, read
+ * only by samples of the task on its own CPU.
+ */
+struct perf_bio_table {
+	u64			cookie;
+	const struct mm_struct	*mm;
+	u64			exec_id;
+	unsigned int		mm_seq;
+	unsigned int		nr;
+	unsigned long		gen;
+	u64			expires;
+	struct perf_bio_map	maps[PERF_BIO_REUSE_MAPS];
+};
+
+/**
+ * struct perf_bio_stash - per-task state the sampling side may not allocate
  * @cookie:	entry the addresses belong to; set by the sample that takes
  *		slot 0
  * @nr:		slots taken; more than PERF_BIO_STASH_ENTRIES means that
  *		some addresses were dropped
  * @addrs:	the addresses, in no order
+ * @table:	the maps of the task's last record
  */
 struct perf_bio_stash {
-	u64		cookie;
-	local_t		nr;
-	unsigned long	addrs[PERF_BIO_STASH_ENTRIES];
+	u64			cookie;
+	local_t			nr;
+	unsigned long		addrs[PERF_BIO_STASH_ENTRIES];
+	struct perf_bio_table	table;
 };
 
 /* Bound on maps[]: a 12 KiB record, well below the 64 KiB of header.size */
@@ -110,6 +148,8 @@ struct perf_bio_stash {
  * @nr_maps:	entries in @maps
  * @max_maps:	room in @maps and @files
  * @flags:	PERF_BIO_F_*
+ * @mm_seq:	mm->mm_lock_seq while the VMAs were looked up
+ * @looked_up:	the VMAs were looked up (and @mm_seq read)
  */
 struct perf_bio_resolve {
 	unsigned long		*addrs;
@@ -119,6 +159,8 @@ struct perf_bio_resolve {
 	unsigned int		nr_maps;
 	unsigned int		max_maps;
 	u32			flags;
+	unsigned int		mm_seq;
+	bool			looked_up;
 };
 
 /*
@@ -149,6 +191,10 @@ void perf_bio_key_init(struct perf_bio_key *key, struct file *file);
 bool perf_bio_cache_lookup(const struct perf_bio_key *key,
 			   struct perf_bio_map *map);
 void perf_bio_build_id(struct file *file, struct perf_bio_map *map);
+bool perf_bio_table_covers(const struct perf_bio_table *tab,
+			   unsigned long addr);
+unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
+				  const struct perf_bio_table *tab);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

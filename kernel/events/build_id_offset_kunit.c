@@ -23,6 +23,9 @@
  *   bio_table_truncated the bound on maps[]
  *   bio_cache		build-ID cache hits, and misses once the file changed
  *   bio_no_build_id	a file that is no ELF: flagged, and cached as such
+ *   bio_reuse_table	what a later sample may reuse: coverage of the
+ *			last table, merging it into the next record, the
+ *			bound on its maps, mm_lock_seq moving on a change
  *
  * Not covered here: the sampling hook itself, which needs a perf event in
  * an interrupt, and the emission of the record into ring buffers, which
@@ -542,6 +545,105 @@ static void bio_no_build_id(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
 }
 
+/* A table as the deferred work keeps it, from a resolved record */
+static void bio_table_from(struct perf_bio_table *tab,
+			   const struct perf_bio_resolve *res)
+{
+	memset(tab, 0, sizeof(*tab));
+	tab->cookie = 1;
+	tab->mm_seq = res->mm_seq;
+	tab->nr = res->nr_maps;
+	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
+}
+
+static void bio_reuse_table(struct kunit *test)
+{
+	struct file *file = bio_elf_file(test, 0x40);
+	struct perf_bio_resolve res = {}, next = {};
+	struct perf_bio_table *tab;
+	unsigned long __maybe_unused addr;
+	unsigned int __maybe_unused seq;
+	unsigned int i;
+
+	if (!IS_ENABLED(CONFIG_PER_VMA_LOCK))
+		kunit_skip(test, "no mm_lock_seq without CONFIG_PER_VMA_LOCK");
+
+	tab = kunit_kzalloc(test, sizeof(*tab), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	bio_map_layout(test, file);
+	bio_resolve(test, &res, PERF_BIO_REUSE_MAPS);
+	KUNIT_ASSERT_TRUE(test, res.looked_up);
+	/* Read under mmap_lock: no writer, so even */
+	KUNIT_EXPECT_EQ(test, res.mm_seq % 2, 0);
+	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
+	bio_table_from(tab, &res);
+
+	/* Every byte of every map, nothing around them */
+	for (i = 0; i < tab->nr; i++) {
+		bool next = i + 1 < tab->nr &&
+			    tab->maps[i + 1].start == tab->maps[i].end;
+
+		KUNIT_EXPECT_TRUE(test, perf_bio_table_covers(tab, tab->maps[i].start));
+		KUNIT_EXPECT_TRUE(test, perf_bio_table_covers(tab, tab->maps[i].end - 1));
+		KUNIT_EXPECT_EQ(test, perf_bio_table_covers(tab, tab->maps[i].end),
+				next);
+	}
+	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_ANON - 1));
+	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_BASE + 3 * BIO_P));
+	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_KERNEL_ADDR));
+	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, 0));
+
+	/* The next entry runs in one VMA only: its record keeps all four */
+	next.addrs = kunit_kmalloc(test, sizeof(unsigned long), GFP_KERNEL);
+	next.maps = kunit_kmalloc_array(test, PERF_BIO_REUSE_MAPS,
+					sizeof(*next.maps), GFP_KERNEL);
+	next.files = kunit_kcalloc(test, PERF_BIO_REUSE_MAPS,
+				   sizeof(*next.files), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, next.addrs);
+	KUNIT_ASSERT_NOT_NULL(test, next.maps);
+	KUNIT_ASSERT_NOT_NULL(test, next.files);
+	next.addrs[0] = BIO_VDSO + 0x80;
+	next.nr_addrs = 1;
+	next.max_maps = PERF_BIO_REUSE_MAPS;
+	perf_bio_find_vmas(current->mm, &next);
+	perf_bio_read_build_ids(&next);
+	KUNIT_ASSERT_EQ(test, next.nr_maps, 1);
+	KUNIT_EXPECT_EQ(test, next.mm_seq, res.mm_seq);
+	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab), 3);
+	KUNIT_ASSERT_EQ(test, next.nr_maps, 4);
+	KUNIT_EXPECT_MEMEQ(test, next.maps, res.maps, 4 * sizeof(*res.maps));
+	for (i = 0; i < next.nr_maps; i++)
+		KUNIT_EXPECT_NULL(test, next.files[i]);
+
+	/* Merging again adds nothing */
+	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab), 0);
+
+	/* Never above PERF_BIO_REUSE_MAPS, and still sorted */
+	tab->nr = PERF_BIO_REUSE_MAPS;
+	for (i = 0; i < PERF_BIO_REUSE_MAPS; i++) {
+		tab->maps[i] = res.maps[0];
+		tab->maps[i].start = BIO_BASE + (64 + 2 * i) * BIO_P;
+		tab->maps[i].end = tab->maps[i].start + BIO_P;
+	}
+	next.nr_maps = 1;
+	next.maps[0] = res.maps[3];
+	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab),
+			PERF_BIO_REUSE_MAPS - 1);
+	KUNIT_EXPECT_EQ(test, next.nr_maps, PERF_BIO_REUSE_MAPS);
+	for (i = 1; i < next.nr_maps; i++)
+		KUNIT_EXPECT_LT(test, next.maps[i - 1].start, next.maps[i].start);
+
+#ifdef CONFIG_PER_VMA_LOCK
+	/* Any change to the address space moves the count */
+	seq = raw_read_seqcount(&current->mm->mm_lock_seq);
+	addr = kunit_vm_mmap(test, NULL, BIO_BASE + 12 * BIO_P, BIO_P,
+			     PROT_READ, MAP_ANONYMOUS | MAP_PRIVATE | MAP_FIXED, 0);
+	KUNIT_ASSERT_EQ(test, addr, BIO_BASE + 12 * BIO_P);
+	KUNIT_EXPECT_NE(test, raw_read_seqcount(&current->mm->mm_lock_seq), seq);
+	KUNIT_EXPECT_EQ(test, raw_read_seqcount(&current->mm->mm_lock_seq) % 2, 0);
+#endif
+}
+
 static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bio_layout),
 	KUNIT_CASE(bio_check_attr),
@@ -555,6 +657,7 @@ static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bio_table_truncated),
 	KUNIT_CASE(bio_cache),
 	KUNIT_CASE(bio_no_build_id),
+	KUNIT_CASE(bio_reuse_table),
 	{}
 };
 

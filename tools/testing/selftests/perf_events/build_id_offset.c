@@ -597,6 +597,7 @@ struct tally {
 	uint64_t wrong;		/* to something else: must stay 0 */
 	uint64_t unresolved;	/* in no map of the record */
 	uint64_t not_code;	/* of those, in no executable mapping at all */
+	uint64_t past_stop;	/* of those, after such a value in the chain */
 	uint64_t mm_changed;	/* in a record flagged MM_CHANGED */
 	uint64_t no_record;	/* samples with a cookie and no record */
 	uint64_t at_stop;	/* of those, in the task's last entry */
@@ -676,12 +677,21 @@ static enum verdict check_addr(struct maps *m, uint64_t a,
 	return *why ? WRONG : RESOLVED;
 }
 
+static bool is_code(struct maps *m, struct maps *m2, uint64_t a)
+{
+	struct vma *v = maps_find(m, a), *v2 = m2 ? maps_find(m2, a) : NULL;
+
+	return (v && v->exec) || (v2 && v2->exec);
+}
+
 static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 		       const struct sample *s, int k, const struct bio_map *bm)
 {
+	int j;
+
 	uint64_t a = s->addrs[k];
 	const char *why, *why2;
-	struct vma *v, *v2;
+	struct vma *v;
 
 	switch (check_addr(m, a, bm, &why)) {
 	case RESOLVED:
@@ -695,12 +705,24 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 		 * stops earlier.  Such a value is no code address: there is
 		 * nothing to resolve.
 		 */
-		v = maps_find(m, a);
-		v2 = m2 ? maps_find(m2, a) : NULL;
-		if ((!v || !v->exec) && (!v2 || !v2->exec)) {
+		if (!is_code(m, m2, a)) {
 			ty->not_code++;
 			return;
 		}
+		/*
+		 * Nor what perf's walk finds past such a value (a 0 where a
+		 * return address would be stops the deferred walk; perf's
+		 * goes on to the next frame pointer, e.g. out of the 32-bit
+		 * vDSO's __kernel_vsyscall, which saves registers above the
+		 * frame pointer).
+		 */
+		for (j = 1; j < k; j++) {
+			if (!is_code(m, m2, s->addrs[j])) {
+				ty->past_stop++;
+				return;
+			}
+		}
+		v = maps_find(m, a);
 		if (ty->unresolved < 3) {
 			snprintf(ty->unresolved_eg[ty->unresolved],
 				 sizeof(ty->unresolved_eg[0]),
@@ -804,7 +826,7 @@ static void join(struct trace *t, struct maps *m, struct maps *m2,
 
 static void tally_print(const char *what, struct tally *ty, struct trace *t)
 {
-	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu in the entry sampling stopped in, %llu without record), %d records, %llu lost; %llu user addresses, %llu of them no code address: %llu resolved (%.3f%% of the code addresses), %llu unresolved, %llu mm-changed, %llu wrong\n",
+	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu in the entry sampling stopped in, %llu without record), %d records, %llu lost; %llu user addresses, %llu of them no code address, %llu unresolved past one: %llu resolved (%.3f%% of the code addresses before any), %llu unresolved, %llu mm-changed, %llu wrong\n",
 		       what, (unsigned long long)ty->samples,
 		       (unsigned long long)ty->zero_cookie,
 		       (unsigned long long)ty->at_stop,
@@ -812,9 +834,11 @@ static void tally_print(const char *what, struct tally *ty, struct trace *t)
 		       (unsigned long long)t->lost,
 		       (unsigned long long)ty->addrs,
 		       (unsigned long long)ty->not_code,
+		       (unsigned long long)ty->past_stop,
 		       (unsigned long long)ty->resolved,
-		       ty->addrs > ty->not_code ? 100.0 * ty->resolved /
-		       (ty->addrs - ty->not_code) : 0.0,
+		       ty->addrs > ty->not_code + ty->past_stop ?
+		       100.0 * ty->resolved /
+		       (ty->addrs - ty->not_code - ty->past_stop) : 0.0,
 		       (unsigned long long)ty->unresolved,
 		       (unsigned long long)ty->mm_changed,
 		       (unsigned long long)ty->wrong);
@@ -845,7 +869,7 @@ static void expect_exact(struct __test_metadata *_metadata, struct trace *t,
 		EXPECT_EQ(0, ty->mm_changed);
 	EXPECT_LT(min, ty->samples);
 	EXPECT_GE((ty->resolved + ty->mm_changed) * 1000,
-		  (ty->addrs - ty->not_code) * permille);
+		  (ty->addrs - ty->not_code - ty->past_stop) * permille);
 }
 
 static void trace_free(struct trace *t)
@@ -1734,7 +1758,8 @@ static int unprivileged(pid_t foreign)
 		join(&t, &m, NULL, &ty, NULL, NULL);
 		tally_print("own task as nobody", &ty, &t);
 		if (ty.samples && !ty.wrong && !t.bad_records &&
-		    ty.resolved * 1000 >= (ty.addrs - ty.not_code) * 999)
+		    ty.resolved * 1000 >=
+		    (ty.addrs - ty.not_code - ty.past_stop) * 999)
 			ok |= PERM_OWN_RECORD;
 	}
 
@@ -1927,16 +1952,41 @@ static __attribute__((noipa)) void long_syscalls(double secs)
 	}
 }
 
+/* debugfs perf_build_id_offset/reuse: 1, 0, or -1 when it cannot be read */
+static int reuse_knob(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/perf_build_id_offset/reuse", "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * What a cookie names.  A sample gets either the cookie of its own kernel
+ * entry, whose record follows it, or, when the task's last record covers
+ * all its user addresses and its address space has not changed since, the
+ * cookie of that record, which came before.  So: one record per cookie;
+ * samples of one long system call share one; two user-mode samples at
+ * different IPs share one only through an earlier record; and a sample
+ * that names an earlier record names the task's last one before it.
+ */
 TEST(cookie_per_entry)
 {
-	struct perf_event_attr attr;
 	uint64_t shared = 0, dup_records = 0, user_shared = 0;
+	uint64_t earlier = 0, not_last = 0, not_covered = 0;
+	struct perf_event_attr attr;
 	struct trace t = {};
+	int i, k, reuse;
 	struct ring rb;
-	int i, k;
 
 	if (bio_missing(_metadata))
 		return;
+	reuse = reuse_knob();
 	bio_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
@@ -1946,35 +1996,58 @@ TEST(cookie_per_entry)
 
 	for (i = 0; i < t.nr_s; i++) {
 		struct sample *s = &t.s[i];
+		struct record *r;
 
 		if (!s->cookie)
 			continue;
+		r = find_record(&t, s->tid, s->cookie);
+		if (r && r->time < s->time) {
+			earlier++;
+			for (k = 0; k < t.nr_r; k++)
+				not_last += t.r[k].tid == s->tid &&
+					    t.r[k].time > r->time &&
+					    t.r[k].time < s->time;
+			for (k = 0; k < s->nr; k++)
+				not_covered += s->addrs[k] &&
+					       s->addrs[k] < USER_TOP &&
+					       !rec_find(r, s->addrs[k]);
+		}
 		for (k = i + 1; k < t.nr_s; k++) {
 			if (t.s[k].cookie != s->cookie)
 				continue;
-			/*
-			 * One entry, two samples.  Both in user mode only if
-			 * one interrupt took both (a timer that overran), so
-			 * at the same user IP; later ones come while the
-			 * kernel works on the way out.
-			 */
 			shared++;
-			user_shared += !s->kernel && !t.s[k].kernel &&
-				       s->addrs[0] != t.s[k].addrs[0];
+			/*
+			 * Two samples at different user IPs are two entries;
+			 * they share a cookie only if the second names the
+			 * record of the first.
+			 */
+			if (!s->kernel && !t.s[k].kernel &&
+			    s->addrs[0] != t.s[k].addrs[0] &&
+			    !(r && r->time < t.s[k].time))
+				user_shared++;
 			break;
 		}
 	}
 	for (i = 0; i < t.nr_r; i++)
 		for (k = i + 1; k < t.nr_r; k++)
 			dup_records += t.r[k].cookie == t.r[i].cookie;
-	ksft_print_msg("cookie_per_entry: %d samples, %d records; %llu samples sharing an entry with a later one, %llu pairs of them in user mode at different IPs, %llu duplicate records\n",
-		       t.nr_s, t.nr_r, (unsigned long long)shared,
+	ksft_print_msg("cookie_per_entry: %d samples, %d records (reuse %d); %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records\n",
+		       t.nr_s, t.nr_r, reuse, (unsigned long long)shared,
 		       (unsigned long long)user_shared,
+		       (unsigned long long)earlier,
+		       (unsigned long long)not_last,
+		       (unsigned long long)not_covered,
 		       (unsigned long long)dup_records);
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_EQ(0, user_shared);
 	EXPECT_EQ(0, dup_records);
+	EXPECT_EQ(0, not_last);
+	/* The kernel reuses a record only if it covers every user address */
+	EXPECT_EQ(0, not_covered);
 	EXPECT_LT(0, shared);
+	/* The loop changes no mapping: most samples reuse, when allowed */
+	if (reuse == 1)
+		EXPECT_LT(t.nr_r, t.nr_s / 2);
 	trace_free(&t);
 	ring_close(&rb);
 }
