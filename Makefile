@@ -34,7 +34,8 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
 
 .PHONY: all deps tree refresh series-check kernel perf selftests workloads \
-	build check demo bench bench-tools perf-test-survey clean distclean
+	build check demo bench bench-tools stress perf-test-survey clean \
+	distclean
 
 all: build
 
@@ -122,6 +123,20 @@ bench: build bench-tools
 		$(BUILD)/bench/overhead.png
 	@cat $(BUILD)/bench/results.md
 	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png,overhead.png}"
+
+# Robustness runs in the debug guest, DURATION seconds per part (default
+# 300), with kmemleak on: harness/guest/stress.sh says what each part does.
+# Any kernel splat fails the run, as in `make check`.
+DURATION ?= 300
+STRESS_PARTS := kmemleak-clear perf trinity kmemleak
+stress: build
+	@rm -f $(BUILD)/stress.list
+	@for p in $(STRESS_PARTS); do \
+		printf 'stress/%s\t%s\texec\tbash @REPO@/harness/guest/stress.sh %s %s\n' \
+			$$p $$(($(DURATION) + 600)) $$p $(DURATION) >>$(BUILD)/stress.list; \
+	done
+	@GUEST_APPEND="kmemleak=on $(GUEST_APPEND)" python3 harness/guest.py \
+		--run-dir $(BUILD)/guest/stress $(BUILD)/stress.list
 
 # Run every `perf test` entry once in the guest and propose the list that
 # `make check` runs (see harness/perf_test_list.py); takes long under TCG.

@@ -712,12 +712,17 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 		/*
 		 * Nor what perf's walk finds past such a value (a 0 where a
 		 * return address would be stops the deferred walk; perf's
-		 * goes on to the next frame pointer, e.g. out of the 32-bit
-		 * vDSO's __kernel_vsyscall, which saves registers above the
-		 * frame pointer).
+		 * goes on to the next frame pointer), or past the vDSO: in a
+		 * system call of a 32-bit task, __kernel_vsyscall has put a
+		 * system call argument in %ebp (SYSCALL32), which perf's walk
+		 * follows as a frame pointer and the deferred walk's checks
+		 * (aligned, above the stack pointer) mostly refuse.
 		 */
-		for (j = 1; j < k; j++) {
-			if (!is_code(m, m2, s->addrs[j])) {
+		for (j = 0; j < k; j++) {
+			struct vma *vj = maps_find(m, s->addrs[j]);
+
+			if ((j && !is_code(m, m2, s->addrs[j])) ||
+			    (vj && vj->kind == VMA_VDSO)) {
 				ty->past_stop++;
 				return;
 			}
@@ -951,7 +956,7 @@ static void burn(double secs, struct ring *rb, int nr_rb, struct trace *t,
 	while (cpu_seconds() < until) {
 		bio_sink += depth1(20000);
 		if (jit)
-			bio_sink += jit(20000);
+			bio_sink += jit(60000);
 		for (i = 0; i < nr_rb && t; i++)
 			ring_drain(&rb[i], t);
 	}

@@ -1,0 +1,102 @@
+#!/bin/bash
+# `make stress`, inside the debug guest: long runs against the feature,
+# each printing what it did.  A kernel splat fails the run (guest.py reads
+# the kernel log); this script fails on anything it can count itself.
+#   stress.sh PART SECONDS      PART: perf | trinity | kmemleak
+#
+# perf: stress-ng fork/exec/mmap/mremap churn while `perf record -a -g
+# --build-id-offset --synth=no` samples every CPU at a high rate.  Every
+# record the kernel built must be in perf.data or counted lost:
+# records in the file <= records built (debugfs) <= records in the file +
+# records PERF_RECORD_LOST counted.  Samples whose record never came are
+# counted by perf (BUILD_ID_OFFSET unjoined) and printed.
+# trinity: trinity's perf_event_open fuzzing (random attrs, then ioctl,
+# mmap, read and close on the fds it got) for SECONDS, as an unprivileged
+# user with perf_event_paranoid at -1 so that it reaches the code.
+# kmemleak-clear, kmemleak: forget what boot left, then scan after
+# everything else ran; any report fails.
+set -uo pipefail
+part=$1 secs=$2
+dbg=/sys/kernel/debug
+w=/tmp/stress
+mkdir -p "$w" && cd "$w" || exit 1
+mountpoint -q $dbg || mount -t debugfs none $dbg
+
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' $dbg/perf_build_id_offset/stats; }
+
+case $part in
+perf)
+	command -v stress-ng >/dev/null || { echo "SKIP: no stress-ng"; exit 4; }
+	echo 0 >$dbg/perf_build_id_offset/stats
+	# One stressor of each kind per CPU; short-lived children
+	stress-ng --fork 1 --exec 1 --mmap 1 --mmap-bytes 16M --mremap 1 \
+		--mremap-bytes 16M --timeout "${secs}s" --metrics-brief \
+		>stress-ng.out 2>&1 &
+	sng=$!
+	perf record -q -a -g -e cpu-clock -F 2000 --build-id-offset \
+		--synth=no -o s.data -- sleep "$secs" 2>perf.err
+	rc=$?
+	wait $sng
+	sng_rc=$?
+	tail -n 8 stress-ng.out
+	[ $rc = 0 ] || { echo "perf record failed ($rc):"; cat perf.err; exit 1; }
+	# stress-ng exits 2 when a stressor failed, 3 when one ran out of
+	# resources; neither is ours to judge, both are printed
+	echo "stress-ng exit status $sng_rc"
+	built=$(stat_of records)
+	perf report -i s.data --stats >stats.txt 2>&1
+	grep -E 'SAMPLE|BUILD_ID_OFFSET|LOST|unjoined' stats.txt
+	in_file=$(awk '/BUILD_ID_OFFSET events:/ { print $3 }' stats.txt)
+	lost=$(awk '/^ *LOST events:/ { print $3 }' stats.txt)
+	lost_n=$(perf report -i s.data -D 2>/dev/null |
+		awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost:") { split($(i + 1), a, "/"); n += a[2] } } END { print n + 0 }')
+	samples=$(awk '/^ *SAMPLE events:/ { print $3 }' stats.txt)
+	unjoined=$(awk '/BUILD_ID_OFFSET unjoined samples:/ { print $4 }' stats.txt)
+	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data, $built built by the kernel (stats: $(tr '\n' ' ' <$dbg/perf_build_id_offset/stats)), ${lost:-0} LOST records for $lost_n lost events, ${unjoined:-0} samples without their record"
+	in_file=${in_file:-0} lost_n=${lost_n:-0}
+	if [ "$in_file" -gt "$built" ] || [ "$built" -gt $((in_file + lost_n)) ]; then
+		echo "stress perf: records built ($built) not all in perf.data ($in_file) or counted lost ($lost_n)"
+		exit 1
+	fi
+	;;
+trinity)
+	command -v trinity >/dev/null || { echo "SKIP: no trinity"; exit 4; }
+	old=$(cat /proc/sys/kernel/perf_event_paranoid)
+	echo -1 >/proc/sys/kernel/perf_event_paranoid
+	chown nobody "$w"
+	# --dangerous: root is needed to drop to nobody; -c: only these
+	timeout -s KILL $((secs + 30)) setpriv --reuid=65534 --regid=65534 \
+		--clear-groups trinity -q -C 2 --dangerous -c perf_event_open \
+		-c ioctl -c mmap -c munmap -c read -c close -c fcntl \
+		-c prctl -N 1000000000 >trinity.out 2>&1 &
+	t=$!
+	sleep "$secs"
+	kill -INT $t 2>/dev/null
+	wait $t
+	echo "$old" >/proc/sys/kernel/perf_event_paranoid
+	grep -iE 'iterations|syscalls|ran' trinity.out | tail -n 5
+	echo "stress trinity: $secs s, $(grep -c . trinity.out) lines of trinity output; records built: $(stat_of records), samples: $(stat_of samples)"
+	;;
+kmemleak-clear)
+	echo clear 2>/dev/null >$dbg/kmemleak ||
+		{ echo "SKIP: kmemleak is off (kmemleak=on on the kernel command line)"; exit 4; }
+	echo "stress kmemleak: boot's reports cleared"
+	;;
+kmemleak)
+	echo scan 2>/dev/null >$dbg/kmemleak ||
+		{ echo "SKIP: kmemleak is off (kmemleak=on on the kernel command line)"; exit 4; }
+	sleep 5
+	sleep 5
+	echo scan >$dbg/kmemleak
+	n=$(grep -c 'unreferenced object' $dbg/kmemleak)
+	echo "stress kmemleak: $n unreferenced objects"
+	if [ "$n" != 0 ]; then
+		head -n 60 $dbg/kmemleak
+		exit 1
+	fi
+	;;
+*)
+	echo "stress.sh: unknown part $part" >&2
+	exit 1
+	;;
+esac
