@@ -648,8 +648,10 @@ static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
  * ctime and, where the filesystem keeps one, i_version.  A cache entry is
  * used only while all of them still match, so any write, truncate or
  * attribute change through the VFS makes it miss: write() and truncate()
- * change size or mtime/ctime (and i_version), and a store through a
- * shared writable mapping does when the page is made writable.  The key
+ * change size or mtime/ctime (and i_version).  Stores through a shared
+ * writable mapping change them only when a page is first made writable,
+ * not for the stores after: a file mapped that way is never taken from
+ * the cache (see perf_bio_build_id()).  The key
  * is taken before the file is parsed, so that a change during the parse
  * also makes the entry miss next time.  Entries are not removed: a miss
  * re-parses the file and replaces the entry of the same identity.
@@ -743,24 +745,30 @@ static void perf_bio_cache_store(const struct perf_bio_key *key,
 	spin_unlock(&set->lock);
 }
 
-/* The build-ID of @file into @map, from the cache or from the file */
-VISIBLE_IF_KUNIT void perf_bio_build_id(struct file *file,
+/*
+ * The build-ID of @file into @map, from the cache or from the file.
+ * Returns false when it may change without the file's version showing it:
+ * while the file has a shared writable mapping, whose stores after the
+ * first leave size and times alone, it is read every time.
+ */
+VISIBLE_IF_KUNIT bool perf_bio_build_id(struct file *file,
 					struct perf_bio_map *map)
 {
+	bool stable = !mapping_writably_mapped(file->f_mapping);
 	struct perf_bio_key key;
 	__u32 size = 0;
 	int err;
 
 	perf_bio_key_init(&key, file);
-	if (perf_bio_cache_lookup(&key, map)) {
+	if (stable && perf_bio_cache_lookup(&key, map)) {
 		perf_bio_count(cache_hits, 1);
-		return;
+		return true;
 	}
 
 	/* A dying task's record is not worth a read */
 	if (fatal_signal_pending(current)) {
 		map->flags |= PERF_BIO_MAP_UNREADABLE;
-		return;
+		return stable;
 	}
 
 	perf_bio_count(parses, 1);
@@ -778,9 +786,11 @@ VISIBLE_IF_KUNIT void perf_bio_build_id(struct file *file,
 	default:		/* I/O error, signal: try again next time */
 		memset(map->build_id, 0, sizeof(map->build_id));
 		map->flags |= PERF_BIO_MAP_UNREADABLE;
-		return;
+		return stable;
 	}
-	perf_bio_cache_store(&key, map);
+	if (stable)
+		perf_bio_cache_store(&key, map);
+	return stable;
 }
 
 /*
@@ -800,7 +810,8 @@ VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
 
 		if (!file)
 			continue;
-		perf_bio_build_id(file, &res->maps[i]);
+		if (!perf_bio_build_id(file, &res->maps[i]))
+			res->unstable = true;
 		res->files[i] = NULL;
 		fput(file);
 	}
@@ -928,7 +939,7 @@ static bool perf_bio_table_ok(const struct perf_bio_resolve *res)
 {
 	unsigned int i;
 
-	if (!res->looked_up || res->flags ||
+	if (!res->looked_up || res->flags || res->unstable ||
 	    res->nr_maps > PERF_BIO_REUSE_MAPS)
 		return false;
 	/* Unreadable may be for now only (I/O error, signal) */

@@ -150,6 +150,7 @@ struct perf_bio_stash {
  * @flags:	PERF_BIO_F_*
  * @mm_seq:	mm->mm_lock_seq while the VMAs were looked up
  * @looked_up:	the VMAs were looked up (and @mm_seq read)
+ * @unstable:	a build-ID may change without the file's version showing it
  */
 struct perf_bio_resolve {
 	unsigned long		*addrs;
@@ -161,6 +162,7 @@ struct perf_bio_resolve {
 	u32			flags;
 	unsigned int		mm_seq;
 	bool			looked_up;
+	bool			unstable;
 };
 
 /*
@@ -190,7 +192,7 @@ u8 perf_bio_file_flags(struct file *file);
 void perf_bio_key_init(struct perf_bio_key *key, struct file *file);
 bool perf_bio_cache_lookup(const struct perf_bio_key *key,
 			   struct perf_bio_map *map);
-void perf_bio_build_id(struct file *file, struct perf_bio_map *map);
+bool perf_bio_build_id(struct file *file, struct perf_bio_map *map);
 bool perf_bio_table_covers(const struct perf_bio_table *tab,
 			   unsigned long addr);
 unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
