@@ -128,7 +128,7 @@ bench: build bench-tools
 # 300), with kmemleak on: harness/guest/stress.sh says what each part does.
 # Any kernel splat fails the run, as in `make check`.
 DURATION ?= 300
-STRESS_PARTS := kmemleak-clear perf trinity kmemleak
+STRESS_PARTS := kmemleak-clear perf fuzz trinity kmemleak
 stress: build
 	@rm -f $(BUILD)/stress.list
 	@for p in $(STRESS_PARTS); do \

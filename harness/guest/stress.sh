@@ -2,7 +2,7 @@
 # `make stress`, inside the debug guest: long runs against the feature,
 # each printing what it did.  A kernel splat fails the run (guest.py reads
 # the kernel log); this script fails on anything it can count itself.
-#   stress.sh PART SECONDS      PART: perf | trinity | kmemleak
+#   stress.sh PART SECONDS      PART: kmemleak-clear | perf | fuzz | trinity | kmemleak
 #
 # perf: stress-ng fork/exec/mmap/mremap churn while `perf record -a -g
 # --build-id-offset --synth=no` samples every CPU at a high rate.  Every
@@ -13,6 +13,9 @@
 # trinity: trinity's perf_event_open fuzzing (random attrs, then ioctl,
 # mmap, read and close on the fds it got) for SECONDS, as an unprivileged
 # user with perf_event_paranoid at -1 so that it reaches the code.
+# fuzz: build_id_offset_robust's bounded fuzzer (random attributes around
+# the new bits, random operations on the events), about 2 iterations per
+# second under TCG: SECONDS * 2 iterations, seed printed for replay.
 # kmemleak-clear, kmemleak: forget what boot left, then scan after
 # everything else ran; any report fails.
 set -uo pipefail
@@ -48,8 +51,10 @@ perf)
 	grep -E 'SAMPLE|BUILD_ID_OFFSET|LOST|unjoined' stats.txt
 	in_file=$(awk '/BUILD_ID_OFFSET events:/ { print $3 }' stats.txt)
 	lost=$(awk '/^ *LOST events:/ { print $3 }' stats.txt)
-	lost_n=$(perf report -i s.data -D 2>/dev/null |
-		awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost:") { split($(i + 1), a, "/"); n += a[2] } } END { print n + 0 }')
+	lost_n=0
+	# Each PERF_RECORD_LOST says how many records it stands for
+	[ "${lost:-0}" = 0 ] || lost_n=$(perf report -i s.data -D 2>/dev/null |
+		awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost") n += $(i + 1) } END { print n + 0 }')
 	samples=$(awk '/^ *SAMPLE events:/ { print $3 }' stats.txt)
 	unjoined=$(awk '/BUILD_ID_OFFSET unjoined samples:/ { print $4 }' stats.txt)
 	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data, $built built by the kernel (stats: $(tr '\n' ' ' <$dbg/perf_build_id_offset/stats)), ${lost:-0} LOST records for $lost_n lost events, ${unjoined:-0} samples without their record"
@@ -58,6 +63,11 @@ perf)
 		echo "stress perf: records built ($built) not all in perf.data ($in_file) or counted lost ($lost_n)"
 		exit 1
 	fi
+	;;
+fuzz)
+	BIO_FUZZ_ITERS=$((secs * 2)) \
+		"$bio_build"/obj/selftests/perf_events/build_id_offset_robust -t fuzz
+	exit $?
 	;;
 trinity)
 	command -v trinity >/dev/null || { echo "SKIP: no trinity"; exit 4; }
