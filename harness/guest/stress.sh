@@ -6,10 +6,10 @@
 #
 # perf: stress-ng fork/exec/mmap/mremap churn while `perf record -a -g
 # --build-id-offset --synth=no` samples every CPU at a high rate.  Every
-# record the kernel built must be in perf.data or counted lost:
-# records in the file <= records built (debugfs) <= records in the file +
-# records PERF_RECORD_LOST counted.  Samples whose record never came are
-# counted by perf (BUILD_ID_OFFSET unjoined) and printed.
+# record the kernel wrote (debugfs: written) must be in perf.data, and
+# every one that did not fit (no_room) counted in a PERF_RECORD_LOST.
+# Samples whose record never came are counted by perf (BUILD_ID_OFFSET
+# unjoined) and printed.
 # trinity: trinity's perf_event_open fuzzing (random attrs, then ioctl,
 # mmap, read and close on the fds it got) for SECONDS, as an unprivileged
 # user with perf_event_paranoid at -1 so that it reaches the code.
@@ -46,21 +46,22 @@ perf)
 	# stress-ng exits 2 when a stressor failed, 3 when one ran out of
 	# resources; neither is ours to judge, both are printed
 	echo "stress-ng exit status $sng_rc"
-	built=$(stat_of records)
+	built=$(stat_of records) written=$(stat_of written) no_room=$(stat_of no_room)
 	perf report -i s.data --stats >stats.txt 2>&1
 	grep -E 'SAMPLE|BUILD_ID_OFFSET|LOST|unjoined' stats.txt
-	in_file=$(awk '/BUILD_ID_OFFSET events:/ { print $3 }' stats.txt)
-	lost=$(awk '/^ *LOST events:/ { print $3 }' stats.txt)
+	in_file=$(awk '/BUILD_ID_OFFSET events:/ { print $3; exit }' stats.txt)
+	lost=$(awk '/^ *LOST events:/ { print $3; exit }' stats.txt)
 	lost_n=0
 	# Each PERF_RECORD_LOST says how many records it stands for
-	[ "${lost:-0}" = 0 ] || lost_n=$(perf report -i s.data -D 2>/dev/null |
+	[ "${lost:-0}" = 0 ] || lost_n=$(perf script -i s.data -F ip \
+		--show-lost-events 2>/dev/null |
 		awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost") n += $(i + 1) } END { print n + 0 }')
-	samples=$(awk '/^ *SAMPLE events:/ { print $3 }' stats.txt)
-	unjoined=$(awk '/BUILD_ID_OFFSET unjoined samples:/ { print $4 }' stats.txt)
-	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data, $built built by the kernel (stats: $(tr '\n' ' ' <$dbg/perf_build_id_offset/stats)), ${lost:-0} LOST records for $lost_n lost events, ${unjoined:-0} samples without their record"
+	samples=$(awk '/^ *SAMPLE events:/ { print $3; exit }' stats.txt)
+	unjoined=$(awk '/BUILD_ID_OFFSET unjoined samples:/ { print $4; exit }' stats.txt)
+	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data; the kernel built $built, wrote $written, found no room for $no_room (stats: $(tr '\n' ' ' <$dbg/perf_build_id_offset/stats)); ${lost:-0} LOST records for $lost_n lost events; ${unjoined:-0} samples without their record"
 	in_file=${in_file:-0} lost_n=${lost_n:-0}
-	if [ "$in_file" -gt "$built" ] || [ "$built" -gt $((in_file + lost_n)) ]; then
-		echo "stress perf: records built ($built) not all in perf.data ($in_file) or counted lost ($lost_n)"
+	if [ "$in_file" != "$written" ] || [ "$no_room" -gt "$lost_n" ]; then
+		echo "stress perf: records written ($written) not all in perf.data ($in_file), or more without room ($no_room) than counted lost ($lost_n)"
 		exit 1
 	fi
 	;;

@@ -94,6 +94,8 @@ struct perf_bio_stats {
 	u64	truncated;	/* records with PERF_BIO_F_TRUNCATED */
 	u64	mm_changed;	/* records with PERF_BIO_F_MM_CHANGED */
 	u64	reused;		/* samples that named an earlier record */
+	u64	written;	/* copies of records written to a ring buffer */
+	u64	no_room;	/* copies that did not fit (counted lost there) */
 };
 
 static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
@@ -840,8 +842,11 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
 				PERF_RECORD_MISC_USER,
 				sizeof(rec) + maps_size, event);
 	/* No room: the ring buffer counts it lost */
-	if (perf_output_begin(&handle, &sample, event, rec.header.size))
+	if (perf_output_begin(&handle, &sample, event, rec.header.size)) {
+		perf_bio_count(no_room, 1);
 		return;
+	}
+	perf_bio_count(written, 1);
 
 	rec.pid = perf_event_pid(event, current);
 	rec.tid = perf_event_tid(event, current);
@@ -1155,6 +1160,8 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		sum.truncated += READ_ONCE(st->truncated);
 		sum.mm_changed += READ_ONCE(st->mm_changed);
 		sum.reused += READ_ONCE(st->reused);
+		sum.written += READ_ONCE(st->written);
+		sum.no_room += READ_ONCE(st->no_room);
 	}
 	seq_printf(m, "samples %llu\nsample_ns %llu\nrecords %llu\n",
 		   sum.samples, sum.sample_ns, sum.records);
@@ -1162,7 +1169,8 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		   sum.record_ns, sum.maps, sum.cache_hits);
 	seq_printf(m, "parses %llu\ntruncated %llu\nmm_changed %llu\n",
 		   sum.parses, sum.truncated, sum.mm_changed);
-	seq_printf(m, "reused %llu\n", sum.reused);
+	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\n",
+		   sum.reused, sum.written, sum.no_room);
 	return 0;
 }
 
