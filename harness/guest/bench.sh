@@ -5,7 +5,11 @@
 # copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
 # BENCH_PERIOD change the defaults: `make bench
 # GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
-# init's environment).
+# init's environment).  BENCH_ONLY=startup,cost,churn runs only the
+# sections named; BENCH_CHURN_SECS (default 30), BENCH_CHURN_FREQ
+# (default 4000) and BENCH_CHURN_SPIN_MS (default 20: TCG runs the
+# workload's exec and dlopen() 10-50 times slower than hardware, spins
+# of a few ms would get few samples) set the churn section's run.
 set -euo pipefail
 : "${bio_build:?}"
 ns=${BENCH_NS:-0,500,1000,2000,4000}
@@ -16,9 +20,17 @@ mkdir -p "$w"
 # The kernel's own split of the cost (perf_build_id_offset/stats)
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug || true
 cd "$w"
+: >data.txt
+
+want() { [ -z "${BENCH_ONLY:-}" ] || [[ ",$BENCH_ONLY," == *",$1,"* ]]; }
+
 # Local copies: 9p lookups are slow in the guest
+if want cost; then
 cp "$bio_build"/obj/bench/bio_cost "$bio_build"/obj/selftests/perf_events/libbio_dl.so "$w"/
+fi
+if want startup; then
 cp -r "$bio_build"/obj/workloads/population "$bio_build"/obj/workloads/pop "$w"/
+fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -31,7 +43,78 @@ startup_once() {
 	echo "$t" | awk -v b="$(stat -c %s s.data)" '{ print $1, $2 + $3, b }'
 }
 
+# Wait up to 300 s for a file to have content
+wait_for() {
+	for _ in $(seq 600); do
+		[ -s "$1" ] && return 0
+		sleep 0.5
+	done
+	echo "$1 did not come"
+	return 1
+}
+
+# Resolution under churn: harness/workloads/churn.c runs, and both modes
+# record it system-wide at the same time; its workers are already there
+# when perf starts, as on a busy host.  harness/bench/churn_check.py
+# checks each mode's samples against the workload's own log.
+churn_section() {
+	local secs=${BENCH_CHURN_SECS:-30} freq=${BENCH_CHURN_FREQ:-4000}
+	local ms=${BENCH_CHURN_SPIN_MS:-20}
+	local d=$w/churn t0=$SECONDS t1 t2 t3 cpid rc=0 m opts
+	local -A perf_pid
+	rm -rf "$d"
+	mkdir -p "$d/lib"
+	cp "$bio_build"/obj/workloads/churn/churn "$d"/
+	cp "$bio_build"/obj/workloads/churn/libchurn*.so "$d/lib"/
+	"$d/churn" -p -t "$secs" -m "$ms" "$d/lib" "$d/log" \
+		>"$d/churn.out" 2>"$d/churn.err" &
+	cpid=$!
+	wait_for "$d/churn.out"
+	# perf's workload writes its PID when perf records, and sleeps until
+	# killed at the end of the run
+	for m in default ours; do
+		opts=()
+		[ $m = ours ] && opts=(--build-id-offset --synth=no)
+		perf record -a -g --user-callchains -k CLOCK_MONOTONIC \
+			-e cpu-clock -F "$freq" \
+			"${opts[@]}" -o "$d/$m.data" -- \
+			sh -c "echo \$\$ >$d/$m.pid; exec sleep 100000" \
+			2>"$d/$m.err" &
+		perf_pid[$m]=$!
+	done
+	wait_for "$d/default.pid"
+	wait_for "$d/ours.pid"
+	t1=$SECONDS
+	kill -USR1 "$cpid"
+	wait "$cpid" || rc=$?
+	t2=$SECONDS
+	for m in default ours; do
+		kill "$(cat "$d/$m.pid")" || true
+		wait "${perf_pid[$m]}" || rc=$?
+	done
+	echo "## Resolution under churn"
+	echo
+	echo "\`harness/workloads/churn\` for $secs s: four workers, there with an object mapped when perf starts, fork, exec, dlopen, dlclose, mmap and munmap 16 objects with distinct build-IDs, from a path of their own or from one of four more paths, over which a copy of one of them is renamed every 200 ms; spins last $ms ms on average. Two \`perf record -a -g --user-callchains -k CLOCK_MONOTONIC -e cpu-clock -F $freq\`, one of them with \`--build-id-offset --synth=no\`, record it at the same time, from before its start to its end. A sample counts when the workload logged its thread spinning in \`churn_spin()\` at the sample's time and its user IP (the IP, or for a sample taken in the kernel the first user address of its call chain) is in that function."
+	echo
+	for m in churn default ours; do
+		sed "s/^/    $m: /" "$d/$m.err"
+	done
+	echo
+	# perf's workload is killed: 143
+	if [ "$rc" != 0 ] && [ "$rc" != 143 ]; then
+		echo "churn: a run failed (exit status $rc)"
+		return 1
+	fi
+	t3=$SECONDS
+	python3 "$bio_repo/harness/bench/churn_check.py" \
+		"$d/log" "$d/default.data" "$d/ours.data"
+	echo "perf.data bytes: default $(stat -c %s "$d/default.data"), ours $(stat -c %s "$d/ours.data"). The section took $((SECONDS - t0)) s: $((t1 - t0)) s to start, $((t2 - t1)) s of churn, $((t3 - t2)) s for perf record to finish, $((SECONDS - t3)) s of analysis."
+	echo
+}
+
 echo "===== BEGIN bench"
+# Sections (not indented, to keep them as they were): startup
+if want startup; then
 echo "## Start-up against the number of tasks"
 echo
 echo "\`perf record -a -e cpu-clock -- true\`, median of $reps; each task of the population is idle and maps 30 small shared objects (about 170 mappings)."
@@ -74,6 +157,9 @@ awk '{ c[$3 " " $5] = $7; b[$3 " " $5] = $8; if ($3 > m) m = $3 }
 		printf "At the largest population (%d): default/ours CPU %.1fx, perf.data %.1fx.\n",
 		       m, c[m " default"] / c[m " bio"], b[m " default"] / b[m " bio"] }' data.txt
 echo
+fi
+# cost
+if want cost; then
 echo "## Per-sample cost (bio_cost)"
 echo
 echo "cpu-clock every ${BENCH_PERIOD:-100000} ns; a child does fixed work while the parent drains the ring buffer."
@@ -107,5 +193,10 @@ for mode in default bio; do
 	echo "| $mode | $n | $b | $(( b / (n > 0 ? n : 1) )) |"
 done
 echo
+fi
+# churn
+if want churn; then
+churn_section
+fi
 echo "===== END bench"
 cat data.txt
