@@ -95,9 +95,14 @@ static __attribute__((noipa)) unsigned long frame(lib_fn f, unsigned long n)
 static __attribute__((noipa)) unsigned long deep(int d, lib_fn f,
 						 unsigned long n)
 {
+	unsigned long r;
+
 	if (!d)
 		return frame(f, n);
-	return deep(d - 1, f, n) + 1;
+	r = deep(d - 1, f, n);
+	/* Keeps the compiler from turning the recursion into a loop */
+	__asm__ volatile("" : "+r" (r));
+	return r + 1;
 }
 
 static double cpu_now(void)

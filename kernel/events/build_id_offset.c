@@ -366,6 +366,7 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	cookie = perf_bio_reuse(bt, data, event, regs);
 	if (cookie) {
 		data->defer_cookie = cookie;
+		perf_bio_count(samples, 1);
 		perf_bio_count(reused, 1);
 		perf_bio_count_time(sample_ns, start);
 		return;
