@@ -96,6 +96,7 @@ struct perf_bio_stats {
 	u64	reused;		/* samples that named an earlier record */
 	u64	written;	/* copies of records written to a ring buffer */
 	u64	no_room;	/* copies that did not fit (counted lost there) */
+	u64	late;		/* samples after a record of other registers */
 };
 
 static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
@@ -374,6 +375,23 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 
 	if (unwind_deferred_request(&perf_bio_unwind_work, &cookie) < 0)
 		return;
+
+	/*
+	 * The record of this entry is out already: its work ran early (from
+	 * get_signal(), say) and used the user registers as they were then.
+	 * If they have changed since (a signal frame was set up), that record
+	 * does not describe this sample: no cookie, rather than one whose
+	 * record does not cover it.
+	 */
+	if (READ_ONCE(bt->done) == cookie) {
+		struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+
+		if (stash && READ_ONCE(stash->done_ip) !=
+			     instruction_pointer(task_pt_regs(current))) {
+			perf_bio_count(late, 1);
+			return;
+		}
+	}
 
 	/*
 	 * The first sample of an entry notes which program ran, so that
@@ -1023,6 +1041,11 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	if (bt->stash)
 		live = perf_bio_table_retire(&bt->stash->table, gen);
 
+	/* Before bt->done says that this entry's record is out */
+	if (bt->stash)
+		WRITE_ONCE(bt->stash->done_ip,
+			   instruction_pointer(task_pt_regs(current)));
+
 	nr = 1 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
 	if (perf_bio_alloc(&res, nr)) {
 		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
@@ -1040,6 +1063,8 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
 	perf_bio_alloc_stash(bt, cookie, reuse);
+	if (bt->stash)
+		WRITE_ONCE(bt->stash->done_ip, res.addrs[0]);
 	if (reuse && bt->stash)
 		tab = &bt->stash->table;
 
@@ -1163,6 +1188,7 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		sum.reused += READ_ONCE(st->reused);
 		sum.written += READ_ONCE(st->written);
 		sum.no_room += READ_ONCE(st->no_room);
+		sum.late += READ_ONCE(st->late);
 	}
 	seq_printf(m, "samples %llu\nsample_ns %llu\nrecords %llu\n",
 		   sum.samples, sum.sample_ns, sum.records);
@@ -1170,8 +1196,8 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		   sum.record_ns, sum.maps, sum.cache_hits);
 	seq_printf(m, "parses %llu\ntruncated %llu\nmm_changed %llu\n",
 		   sum.parses, sum.truncated, sum.mm_changed);
-	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\n",
-		   sum.reused, sum.written, sum.no_room);
+	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\nlate %llu\n",
+		   sum.reused, sum.written, sum.no_room, sum.late);
 	return 0;
 }
 

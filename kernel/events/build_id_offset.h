@@ -126,12 +126,14 @@ struct perf_bio_table {
  * @nr:		slots taken; more than PERF_BIO_STASH_ENTRIES means that
  *		some addresses were dropped
  * @addrs:	the addresses, in no order
+ * @done_ip:	the user IP the record of perf_bio_task::done was built from
  * @table:	the maps of the task's last record
  */
 struct perf_bio_stash {
 	u64			cookie;
 	local_t			nr;
 	unsigned long		addrs[PERF_BIO_STASH_ENTRIES];
+	unsigned long		done_ip;
 	struct perf_bio_table	table;
 };
 

@@ -1,0 +1,3427 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PERF_SAMPLE_BUILD_ID_OFFSET under races: tasks that exit, exec and fork
+ * while they are sampled, events closed, unmapped, redirected and
+ * disabled while deferred work is pending, an address space that changes
+ * under the sampled thread, and tasks that must never get work (kernel
+ * threads, io_uring workers).  Each case counts what it did and checks
+ * what came out: every record well formed, every sample with a cookie
+ * joined with its record or accounted for, no address resolved wrongly.
+ * The debug kernel of the test guest watches for use-after-free, lock
+ * cycles and hangs meanwhile.  Software cpu-clock events only.
+ *
+ * All events count on CLOCK_MONOTONIC (use_clockid), so that times the
+ * test takes with clock_gettime() can be set against sample times.
+ *
+ * The loops are sized for an emulated machine with a debug kernel;
+ * BIO_RACES_SCALE=N in the environment makes them N times longer.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <linux/io_uring.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "../kselftest_harness.h"
+
+/* Emulated machines with debug kernels are slow: more than the default */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 180
+
+#define RING_PAGES	256
+#define MAX_BUILD_ID	20
+#define USER_TOP	(1ULL << 47)
+#define NO_TIME		UINT64_MAX
+
+/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
+struct bio_map {
+	uint64_t start, end, pgoff;
+	uint8_t build_id_size, flags;
+	uint16_t reserved;
+	uint8_t build_id[MAX_BUILD_ID];
+};
+
+struct bio_rec_head {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	uint64_t cookie;
+	uint32_t nr, flags;
+};
+
+#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
+			 PERF_BIO_F_ADDRS_DROPPED)
+#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
+			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
+			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
+
+/* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+};
+
+/* What the tests keep of the samples and records they read */
+struct sample {
+	uint32_t pid, tid, cpu;
+	uint64_t time, cookie;
+	bool kernel;		/* taken in kernel mode */
+	int nr;			/* user addresses */
+	uint64_t *addrs;
+	uint64_t first;		/* time of the first sample of its entry */
+	uint64_t prev;		/* of the tid's last sample before the entry */
+	uint64_t next;		/* time of the tid's next entry's sample */
+};
+
+struct record {
+	uint32_t pid, tid, cpu, flags, nr;
+	uint64_t time, cookie;
+	uint64_t first;		/* time of the first sample joined to it */
+	struct bio_map *maps;
+};
+
+/* PERF_RECORD_COMM of an exec */
+struct exec_mark {
+	uint32_t pid, tid;
+	uint64_t time;
+};
+
+struct trace {
+	struct sample *s;
+	int nr_s, max_s;
+	struct record *r;
+	int nr_r, max_r;
+	struct exec_mark *x;
+	int nr_x, max_x;
+	uint64_t lost, throttled;
+	int bad_records;	/* layout, padding or pointer problems */
+	char why[128];		/* the first of them */
+	/* Set by trace_index() */
+	struct record **by_cookie;
+	int dup_records;	/* records of a (tid, cookie) seen before */
+};
+
+/* One event and its ring buffer */
+struct ring {
+	int fd, pages;
+	struct perf_event_mmap_page *pg;
+	char *data;
+	uint64_t size;
+};
+
+static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+	PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN |
+	PERF_SAMPLE_BUILD_ID_OFFSET;
+
+/* A sampling event that also receives the records */
+static void bio_attr(struct perf_event_attr *attr, uint64_t period_ns)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = PERF_TYPE_SOFTWARE;
+	attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	attr->sample_period = period_ns;
+	attr->sample_type = sample_type;
+	attr->sample_id_all = 1;
+	attr->exclude_callchain_kernel = 1;
+	attr->defer_output = 1;
+	attr->disabled = 1;
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
+	/* read() gives what the event lost, reported in the buffer or not */
+	attr->read_format = PERF_FORMAT_LOST;
+}
+
+/* The records and samples @fd could not write, or -1 */
+static int64_t event_lost(int fd)
+{
+	uint64_t v[2];
+
+	return read(fd, v, sizeof(v)) == sizeof(v) ? (int64_t)v[1] : -1;
+}
+
+/* An event that only holds a ring buffer (a SET_OUTPUT target) */
+static void holder_attr(struct perf_event_attr *attr)
+{
+	/* The same sample_type: the sample_id of its records is the same */
+	bio_attr(attr, 0);
+	attr->config = PERF_COUNT_SW_DUMMY;
+	attr->defer_output = 0;
+}
+
+static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	return syscall(__NR_perf_event_open, attr, pid, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, us % 1000000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static pid_t gettid_(void)
+{
+	return syscall(__NR_gettid);
+}
+
+/* Map the ring buffer of @rb->fd; the data pages are read-only */
+static int ring_map(struct ring *rb, int pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 rb->fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	rb->pages = pages;
+	rb->pg = p;
+	rb->data = (char *)p + page;
+	rb->size = (uint64_t)pages * page;
+	return 0;
+}
+
+static void ring_unmap(struct ring *rb)
+{
+	if (rb->pg)
+		munmap(rb->pg, rb->size + sysconf(_SC_PAGESIZE));
+	rb->pg = NULL;
+}
+
+static int ring_open(struct ring *rb, struct perf_event_attr *attr,
+		     pid_t pid, int cpu, int pages)
+{
+	int err;
+
+	memset(rb, 0, sizeof(*rb));
+	rb->fd = perf_open(attr, pid, cpu);
+	if (rb->fd < 0)
+		return -errno;
+	err = ring_map(rb, pages);
+	if (err)
+		close(rb->fd);
+	return err;
+}
+
+static void ring_close(struct ring *rb)
+{
+	ring_unmap(rb);
+	close(rb->fd);
+}
+
+static void *grow(void *p, int *max, size_t elem)
+{
+	*max = *max ? *max * 2 : 1024;
+	p = realloc(p, *max * elem);
+	if (!p) {
+		perror("realloc");
+		exit(KSFT_FAIL);
+	}
+	return p;
+}
+
+static void bad(struct trace *t, const char *why)
+{
+	if (!t->bad_records++)
+		snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+static const struct sample_id *trailer(const struct perf_event_header *h)
+{
+	return (const void *)((const char *)h + h->size - sizeof(struct sample_id));
+}
+
+static void parse_record(struct trace *t, const struct bio_rec_head *h)
+{
+	const struct bio_map *maps = (const void *)(h + 1);
+	const struct sample_id *id;
+	struct record *r;
+	uint32_t i, j;
+
+	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
+			      sizeof(*id)) {
+		bad(t, "record size does not match nr");
+		return;
+	}
+	id = (const void *)(maps + h->nr);
+	if (h->flags & ~BIO_F_KNOWN)
+		bad(t, "unknown record flags");
+	if (h->header.misc != PERF_RECORD_MISC_USER)
+		bad(t, "header.misc is not PERF_RECORD_MISC_USER");
+	if (id->res)
+		bad(t, "sample_id padding not zero");
+	if (!h->cookie)
+		bad(t, "record with cookie 0");
+	if (id->pid != h->pid || id->tid != h->tid)
+		bad(t, "record pid/tid differ from its sample_id");
+	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
+		bad(t, "MM_CHANGED record with maps of the new program");
+	for (i = 0; i < h->nr; i++) {
+		const struct bio_map *m = &maps[i];
+
+		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
+			bad(t, "map reserved bits set");
+		if (m->build_id_size > MAX_BUILD_ID)
+			bad(t, "build_id_size too large");
+		for (j = m->build_id_size; j < MAX_BUILD_ID; j++)
+			if (m->build_id[j])
+				bad(t, "build_id padding not zero");
+		if (m->start >= m->end || m->end > USER_TOP)
+			bad(t, "map is not a user range");
+		if (i && maps[i - 1].end > m->start)
+			bad(t, "maps not sorted or overlapping");
+		if (m->pgoff % sysconf(_SC_PAGESIZE))
+			bad(t, "pgoff not page aligned");
+		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
+						       m->build_id_size))
+			bad(t, "anonymous map with offset or build-ID");
+	}
+
+	if (t->nr_r == t->max_r)
+		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
+	r = &t->r[t->nr_r++];
+	r->pid = h->pid;
+	r->tid = h->tid;
+	r->cpu = id->cpu;
+	r->time = id->time;
+	r->cookie = h->cookie;
+	r->flags = h->flags;
+	r->nr = h->nr;
+	r->first = NO_TIME;
+	r->maps = malloc(h->nr * sizeof(*maps) + 1);
+	memcpy(r->maps, maps, h->nr * sizeof(*maps));
+}
+
+static void parse_sample(struct trace *t, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const uint64_t *end = (const void *)((const char *)h + h->size);
+	uint64_t ip, nr, i;
+	struct sample *s;
+	bool user = false;
+
+	if (t->nr_s == t->max_s)
+		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
+	s = &t->s[t->nr_s];
+	ip = *p++;
+	s->pid = *p & 0xffffffff;
+	s->tid = *p++ >> 32;
+	s->time = *p++;
+	s->cpu = *p++ & 0xffffffff;
+	nr = *p++;
+	if (p + nr + 1 != end) {
+		bad(t, "sample size does not match its fields");
+		return;
+	}
+	s->addrs = malloc((nr + 1) * sizeof(uint64_t));
+	s->nr = 0;
+	s->next = NO_TIME;
+	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+		    PERF_RECORD_MISC_KERNEL;
+	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
+		s->addrs[s->nr++] = ip;
+	for (i = 0; i < nr; i++) {
+		if (p[i] >= PERF_CONTEXT_MAX) {
+			user = p[i] == PERF_CONTEXT_USER;
+			continue;
+		}
+		/* The sample's own user IP comes first: keep it once */
+		if (user && !(s->nr == 1 && i && p[i] == ip &&
+			      p[i - 1] == PERF_CONTEXT_USER))
+			s->addrs[s->nr++] = p[i];
+	}
+	s->cookie = p[nr];
+	t->nr_s++;
+}
+
+static void parse_comm(struct trace *t, const struct perf_event_header *h)
+{
+	const uint32_t *ids = (const void *)(h + 1);
+	struct exec_mark *x;
+
+	if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+		return;
+	if (t->nr_x == t->max_x)
+		t->x = grow(t->x, &t->max_x, sizeof(*t->x));
+	x = &t->x[t->nr_x++];
+	x->pid = ids[0];
+	x->tid = ids[1];
+	x->time = trailer(h)->time;
+}
+
+/* Copy out what the kernel wrote since the last call */
+static void ring_drain(struct ring *rb, struct trace *t)
+{
+	static __thread char buf[1 << 16];
+	uint64_t head, tail;
+
+	if (!rb->pg)
+		return;
+	head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
+	tail = rb->pg->data_tail;
+	while (tail < head) {
+		uint64_t off = tail % rb->size, len;
+		struct perf_event_header *h = (void *)(rb->data + off);
+
+		len = h->size;
+		if (!len) {
+			bad(t, "zero-sized record in the ring");
+			tail = head;
+			break;
+		}
+		if (off + len > rb->size) {
+			memcpy(buf, rb->data + off, rb->size - off);
+			memcpy(buf + rb->size - off, rb->data,
+			       len - (rb->size - off));
+			h = (void *)buf;
+		}
+		switch (h->type) {
+		case PERF_RECORD_SAMPLE:
+			parse_sample(t, h);
+			break;
+		case PERF_RECORD_BUILD_ID_OFFSET:
+			parse_record(t, (void *)h);
+			break;
+		case PERF_RECORD_COMM:
+			parse_comm(t, h);
+			break;
+		case PERF_RECORD_LOST:
+			t->lost += ((uint64_t *)(h + 1))[1];
+			break;
+		case PERF_RECORD_THROTTLE:
+			t->throttled++;
+			break;
+		}
+		tail += len;
+	}
+	__atomic_store_n(&rb->pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int cmp_record(const void *a, const void *b)
+{
+	const struct record *x = *(struct record * const *)a;
+	const struct record *y = *(struct record * const *)b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->cookie != y->cookie)
+		return x->cookie < y->cookie ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Once everything is read: index the records by (tid, cookie), counting
+ * duplicates, and sort the samples by tid and time, noting for each the
+ * time of the first sample of its entry, of the last sample of its tid
+ * in an earlier entry and of the next sample in a later one.  The entry
+ * began after prev and ended before next; its record was written in
+ * between.  Not always after first: the work may run before the last
+ * samples of the entry (they then find it done), and the samples of the
+ * entry before first may have been dropped.
+ */
+static void trace_index(struct trace *t)
+{
+	int i;
+
+	t->by_cookie = malloc((t->nr_r + 1) * sizeof(*t->by_cookie));
+	for (i = 0; i < t->nr_r; i++)
+		t->by_cookie[i] = &t->r[i];
+	qsort(t->by_cookie, t->nr_r, sizeof(*t->by_cookie), cmp_record);
+	for (i = 1; i < t->nr_r; i++)
+		t->dup_records += !cmp_record(&t->by_cookie[i - 1],
+					      &t->by_cookie[i]);
+
+	/* The samples of one entry are next to each other in time */
+	qsort(t->s, t->nr_s, sizeof(*t->s), cmp_sample);
+	for (i = t->nr_s - 2; i >= 0; i--) {
+		struct sample *s = &t->s[i], *n = &t->s[i + 1];
+
+		if (n->tid == s->tid)
+			s->next = n->cookie != s->cookie ? n->time : n->next;
+	}
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i], *p = i ? s - 1 : NULL;
+		bool same_tid = p && p->tid == s->tid;
+
+		s->first = same_tid && p->cookie == s->cookie ? p->first : s->time;
+		s->prev = !same_tid ? 0 : p->cookie != s->cookie ? p->time :
+			  p->prev;
+	}
+}
+
+static struct record *find_record(struct trace *t, uint32_t tid,
+				  uint64_t cookie)
+{
+	struct record key = { .tid = tid, .cookie = cookie }, *pk = &key;
+	struct record **r;
+
+	r = bsearch(&pk, t->by_cookie, t->nr_r, sizeof(*t->by_cookie),
+		    cmp_record);
+	return r ? *r : NULL;
+}
+
+static const struct bio_map *rec_find(const struct record *r, uint64_t a)
+{
+	int lo = 0, hi = r->nr;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (a < r->maps[mid].start)
+			hi = mid;
+		else if (a >= r->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &r->maps[mid];
+	}
+	return NULL;
+}
+
+/*
+ * Is @s in the last entry of its tid that the trace shows: no later
+ * sample of another entry, no later record?  Its record is written when
+ * that entry ends, which may be after the event stopped (the DISABLE
+ * ioctl, the close, an exec that drops the events).
+ */
+static bool last_entry(struct trace *t, const struct sample *s)
+{
+	int k;
+
+	if (s->next != NO_TIME)
+		return false;
+	for (k = 0; k < t->nr_r; k++)
+		if (t->r[k].tid == s->tid && t->r[k].time > s->time)
+			return false;
+	return true;
+}
+
+static void trace_free(struct trace *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_s; i++)
+		free(t->s[i].addrs);
+	for (i = 0; i < t->nr_r; i++)
+		free(t->r[i].maps);
+	free(t->s);
+	free(t->r);
+	free(t->x);
+	free(t->by_cookie);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
+
+enum vma_kind { VMA_ANON, VMA_FILE, VMA_VDSO, VMA_OTHER };
+
+struct vma {
+	uint64_t start, end, pgoff;
+	enum vma_kind kind;
+	bool deleted, exec;
+	char path[PATH_MAX];
+	int bid_size;		/* -1: not read yet */
+	uint8_t bid[MAX_BUILD_ID];
+};
+
+struct maps {
+	struct vma *v;
+	int nr;
+};
+
+static void maps_read(struct maps *m, const char *file)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen(file, "r");
+
+	m->v = NULL;
+	m->nr = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off;
+		char perms[8] = "", *path;
+		struct vma *v;
+		int pos = 0;
+		size_t n;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*u %n", &s, &e,
+			   perms, &off, &pos) < 4 || !pos)
+			continue;
+		m->v = realloc(m->v, (m->nr + 1) * sizeof(*m->v));
+		v = &m->v[m->nr++];
+		memset(v, 0, sizeof(*v));
+		v->start = s;
+		v->end = e;
+		v->pgoff = off;
+		v->bid_size = -1;
+		v->exec = strchr(perms, 'x');
+		path = line + pos;
+		path[strcspn(path, "\n")] = 0;
+		snprintf(v->path, sizeof(v->path), "%s", path);
+		n = strlen(v->path);
+		if (path[0] == '/') {
+			v->kind = VMA_FILE;
+			if (n > 10 && !strcmp(v->path + n - 10, " (deleted)")) {
+				v->deleted = true;
+				v->path[n - 10] = 0;
+			}
+		} else if (!strcmp(path, "[vdso]")) {
+			v->kind = VMA_VDSO;
+		} else if (!path[0] || path[0] == '[') {
+			v->kind = VMA_ANON;
+		} else {
+			v->kind = VMA_OTHER;
+		}
+	}
+	fclose(f);
+}
+
+static struct vma *maps_find(struct maps *m, uint64_t a)
+{
+	int i;
+
+	for (i = 0; i < m->nr; i++)
+		if (m->v[i].start <= a && a < m->v[i].end)
+			return &m->v[i];
+	return NULL;
+}
+
+/*
+ * The GNU build-ID note of ELF64 @fd: its size (0 when none), the ID in
+ * @bid and, if @at, the file offset of the ID.
+ */
+static int elf_build_id(int fd, uint8_t *bid, off_t *at)
+{
+	Elf64_Ehdr eh;
+	int i;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	for (i = 0; i < eh.e_phnum; i++) {
+		char note[1024];
+		size_t pos = 0;
+		Elf64_Phdr ph;
+		ssize_t n;
+
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
+		    sizeof(ph))
+			return 0;
+		if (ph.p_type != PT_NOTE)
+			continue;
+		n = pread(fd, note, ph.p_filesz < sizeof(note) ?
+			  ph.p_filesz : sizeof(note), ph.p_offset);
+		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
+			Elf64_Nhdr *nh = (void *)(note + pos);
+			size_t name = pos + sizeof(*nh);
+			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
+
+			if (desc + nh->n_descsz > (size_t)n)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
+			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
+				memcpy(bid, note + desc, nh->n_descsz);
+				if (at)
+					*at = ph.p_offset + desc;
+				return nh->n_descsz;
+			}
+			pos = desc + ((nh->n_descsz + 3) & ~3UL);
+		}
+	}
+	return 0;
+}
+
+static int path_build_id(const char *path, uint8_t *bid)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int n;
+
+	if (fd < 0)
+		return 0;
+	n = elf_build_id(fd, bid, NULL);
+	close(fd);
+	return n;
+}
+
+/* File offset of the dynamic symbol @sym of ELF64 @fd, 0 if not found */
+static uint64_t elf_sym_offset(int fd, const char *sym)
+{
+	Elf64_Shdr sh, strsh;
+	uint64_t vaddr = 0;
+	Elf64_Ehdr eh;
+	int i;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		return 0;
+	for (i = 0; i < eh.e_shnum && !vaddr; i++) {
+		Elf64_Sym st;
+		uint64_t k;
+
+		if (pread(fd, &sh, sizeof(sh), eh.e_shoff + i * sizeof(sh)) !=
+		    sizeof(sh))
+			return 0;
+		if (sh.sh_type != SHT_DYNSYM)
+			continue;
+		if (pread(fd, &strsh, sizeof(strsh),
+			  eh.e_shoff + sh.sh_link * sizeof(strsh)) !=
+		    sizeof(strsh))
+			return 0;
+		for (k = 0; k < sh.sh_size / sizeof(st); k++) {
+			char name[64] = "";
+
+			if (pread(fd, &st, sizeof(st),
+				  sh.sh_offset + k * sizeof(st)) != sizeof(st) ||
+			    pread(fd, name, sizeof(name) - 1,
+				  strsh.sh_offset + st.st_name) <= 0)
+				break;
+			if (!strcmp(name, sym)) {
+				vaddr = st.st_value;
+				break;
+			}
+		}
+	}
+	for (i = 0; i < eh.e_phnum && vaddr; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
+		    sizeof(ph))
+			return 0;
+		if (ph.p_type == PT_LOAD && ph.p_vaddr <= vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz)
+			return vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
+enum verdict { RESOLVED, UNRESOLVED, NOT_CODE, ANON, WRONG };
+
+/*
+ * Check the record's map @bm for address @a against the truth @m.  File
+ * mappings and the vDSO must match exactly.  Anonymous memory may differ
+ * between the truth and the sampled task (heap, thread stacks of a child)
+ * and is not checked, except that a map there must not claim a file.
+ */
+static enum verdict truth_verdict(struct maps *m, uint64_t a,
+				  const struct bio_map *bm, const char **why)
+{
+	struct vma *v = maps_find(m, a);
+
+	*why = NULL;
+	if (!bm && v && v->exec) {
+		static char where[PATH_MAX + 32];
+
+		snprintf(where, sizeof(where), "%s+%#llx", v->path,
+			 (unsigned long long)(a - v->start + v->pgoff));
+		*why = where;
+	}
+	if (!bm)
+		return v && v->exec ? UNRESOLVED : NOT_CODE;
+	if (!v || v->kind == VMA_ANON || v->kind == VMA_OTHER) {
+		if (bm->build_id_size)
+			*why = "a build-ID where the truth has no file";
+		return *why ? WRONG : ANON;
+	}
+	if (bm->start != v->start || bm->end != v->end)
+		*why = "mapping bounds differ";
+	else if (v->kind == VMA_VDSO)
+		*why = !(bm->flags & PERF_BIO_MAP_VDSO) || bm->pgoff ||
+		       bm->build_id_size ? "vDSO map wrong" : NULL;
+	else if (bm->pgoff != v->pgoff)
+		*why = "file offset differs";
+	else if (v->deleted != !!(bm->flags & PERF_BIO_MAP_DELETED))
+		*why = "DELETED flag differs";
+	if (*why || v->kind == VMA_VDSO)
+		return *why ? WRONG : RESOLVED;
+	if (v->bid_size < 0)
+		v->bid_size = path_build_id(v->path, v->bid);
+	if (bm->build_id_size != v->bid_size ||
+	    memcmp(bm->build_id, v->bid, v->bid_size))
+		*why = "build-ID differs";
+	else if (!v->bid_size && !(bm->flags & (PERF_BIO_MAP_NO_BUILD_ID |
+						PERF_BIO_MAP_UNREADABLE)))
+		*why = "no build-ID and no flag saying why";
+	return *why ? WRONG : RESOLVED;
+}
+
+/*
+ * What a join counts.  A lost record costs all the samples of its entry
+ * their join: compare lost with the entries (unjoined_entries) whose
+ * record is missing, not with their samples.
+ */
+struct tally {
+	uint64_t samples, zero_cookie, joined, at_stop, excused, unjoined;
+	uint64_t unjoined_entries;
+	uint64_t addrs, resolved, unresolved, not_code, anon, wrong;
+	uint64_t mm_changed;	/* addresses in records flagged MM_CHANGED */
+	char first_wrong[200];
+	char unresolved_eg[160];
+};
+
+static void tally_wrong(struct tally *ty, uint64_t a, const struct bio_map *bm,
+			const char *why)
+{
+	if (ty->wrong++)
+		return;
+	snprintf(ty->first_wrong, sizeof(ty->first_wrong),
+		 "%#llx: %s (record %#llx-%#llx pgoff %#llx flags %#x bid size %u)",
+		 (unsigned long long)a, why,
+		 (unsigned long long)(bm ? bm->start : 0),
+		 (unsigned long long)(bm ? bm->end : 0),
+		 (unsigned long long)(bm ? bm->pgoff : 0),
+		 bm ? bm->flags : 0, bm ? bm->build_id_size : 0);
+}
+
+static void tally_addr(struct tally *ty, enum verdict v, uint64_t a,
+		       const struct bio_map *bm, const char *why)
+{
+	ty->addrs++;
+	switch (v) {
+	case RESOLVED:
+		ty->resolved++;
+		break;
+	case UNRESOLVED:
+		if (!ty->unresolved++)
+			snprintf(ty->unresolved_eg, sizeof(ty->unresolved_eg),
+				 "%#llx in %s", (unsigned long long)a,
+				 why ?: "?");
+		break;
+	case NOT_CODE:
+		ty->not_code++;
+		break;
+	case ANON:
+		ty->anon++;
+		break;
+	case WRONG:
+		tally_wrong(ty, a, bm, why);
+		break;
+	}
+}
+
+/*
+ * Join every sample that @pick accepts (NULL: all) with its record and
+ * check its addresses against @m.  A sample with a cookie and no record
+ * is counted at_stop when it is in the last entry its task shows, excused
+ * when @excuse says so, unjoined otherwise.
+ */
+static void join(struct trace *t, struct maps *m, struct tally *ty,
+		 bool (*pick)(const struct sample *s, void *arg),
+		 bool (*excuse)(const struct sample *s, void *arg), void *arg)
+{
+	const char *why;
+	int i, k;
+
+	memset(ty, 0, sizeof(*ty));
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i];
+		struct record *r;
+
+		if (pick && !pick(s, arg))
+			continue;
+		ty->samples++;
+		if (!s->cookie) {
+			ty->zero_cookie++;
+			continue;
+		}
+		r = find_record(t, s->tid, s->cookie);
+		if (!r) {
+			if (excuse && excuse(s, arg)) {
+				ty->excused++;
+			} else if (last_entry(t, s)) {
+				ty->at_stop++;
+			} else {
+				ty->unjoined++;
+				ty->unjoined_entries += s->first == s->time;
+			}
+			continue;
+		}
+		ty->joined++;
+		if (s->time < r->first)
+			r->first = s->time;
+		for (k = 0; k < s->nr; k++) {
+			const struct bio_map *bm = rec_find(r, s->addrs[k]);
+
+			if (r->flags & PERF_BIO_F_MM_CHANGED) {
+				ty->addrs++;
+				ty->mm_changed++;
+				continue;
+			}
+			enum verdict v = truth_verdict(m, s->addrs[k], bm, &why);
+
+			tally_addr(ty, v, s->addrs[k], bm, why);
+		}
+	}
+}
+
+/* An integer from a /proc file; INT_MIN if unreadable */
+static int read_int(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = INT_MIN;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = INT_MIN;
+		fclose(f);
+	}
+	return v;
+}
+
+static void tally_print(const char *what, struct tally *ty, struct trace *t)
+{
+	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu joined, %llu in a last entry, %llu excused, %llu in %llu entries without record), %d records (%d duplicate), %llu lost\n",
+		       what, (unsigned long long)ty->samples,
+		       (unsigned long long)ty->zero_cookie,
+		       (unsigned long long)ty->joined,
+		       (unsigned long long)ty->at_stop,
+		       (unsigned long long)ty->excused,
+		       (unsigned long long)ty->unjoined,
+		       (unsigned long long)ty->unjoined_entries, t->nr_r,
+		       t->dup_records, (unsigned long long)t->lost);
+	/* Slow perf interrupts (an emulated machine) lower the rate */
+	ksft_print_msg("%s: %llu times throttled; perf_event_max_sample_rate now %d\n",
+		       what, (unsigned long long)t->throttled,
+		       read_int("/proc/sys/kernel/perf_event_max_sample_rate"));
+	ksft_print_msg("%s: %llu user addresses: %llu resolved, %llu unresolved, %llu no code, %llu anonymous, %llu mm-changed, %llu wrong\n",
+		       what, (unsigned long long)ty->addrs,
+		       (unsigned long long)ty->resolved,
+		       (unsigned long long)ty->unresolved,
+		       (unsigned long long)ty->not_code,
+		       (unsigned long long)ty->anon,
+		       (unsigned long long)ty->mm_changed,
+		       (unsigned long long)ty->wrong);
+	if (ty->wrong)
+		ksft_print_msg("%s: first wrong address: %s\n", what,
+			       ty->first_wrong);
+	if (ty->unresolved)
+		ksft_print_msg("%s: first unresolved address: %s\n", what,
+			       ty->unresolved_eg);
+	if (t->bad_records)
+		ksft_print_msg("%s: %d bad records, first: %s\n", what,
+			       t->bad_records, t->why);
+}
+
+/* ---- Workloads ---- */
+
+/* BIO_RACES_SCALE, at least 1 */
+static int scale(void)
+{
+	const char *s = getenv("BIO_RACES_SCALE");
+	int n = s ? atoi(s) : 1;
+
+	return n > 0 ? n : 1;
+}
+
+/* Where results go, so that the work is not optimised away */
+unsigned long bio_sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static __attribute__((noipa)) unsigned long leaf(unsigned long n)
+{
+	unsigned long x = n;
+
+	while (n--) {
+		x ^= x << 7;
+		x ^= x >> 9;
+		asm volatile("" : "+r" (x));
+	}
+	return x;
+}
+
+/* User-mode work with a system call every 256 rounds */
+static __attribute__((noipa)) unsigned long with_syscalls(unsigned long n)
+{
+	unsigned long i, x = 0;
+
+	for (i = 0; i < n / 256; i++) {
+		syscall(__NR_getppid);
+		x += leaf(256);
+	}
+	return x;
+}
+
+/*
+ * Long kernel entries: samples that wait for their record a while.
+ * GRND_INSECURE: an emulated guest may not have seeded its CRNG yet, and
+ * a sleeping task is not sampled.
+ */
+#ifndef GRND_INSECURE
+#define GRND_INSECURE	0x0004
+#endif
+
+static __attribute__((noipa)) unsigned long long_syscall(void)
+{
+	static __thread char buf[1 << 16];
+
+	return syscall(__NR_getrandom, buf, sizeof(buf), GRND_INSECURE) +
+	       leaf(2000);
+}
+
+/* Burn @secs of this thread's CPU time, system calls included */
+static void burn(double secs)
+{
+	double until = cpu_seconds() + secs;
+
+	while (cpu_seconds() < until)
+		bio_sink += with_syscalls(4000);
+}
+
+/* This program's directory ("" if unknown) */
+static const char *self_dir(void)
+{
+	static char dir[PATH_MAX - 64];
+	ssize_t n;
+
+	if (!dir[0]) {
+		n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+		dir[n < 0 ? 0 : n] = 0;
+		*(strrchr(dir, '/') ?: dir) = 0;
+	}
+	return dir;
+}
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, ret = 0;
+	char buf[65536];
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			ret = -EIO;
+	if (n < 0 || fchmod(out, mode))
+		ret = -errno;
+	close(in);
+	close(out);
+	return ret;
+}
+
+/* Is the kernel's feature there at all? */
+static bool bio_supported(void)
+{
+	struct perf_event_attr attr;
+	int fd;
+
+	bio_attr(&attr, 100000);
+	fd = perf_open(&attr, 0, -1);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/*
+ * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
+ * environment (the test guest of the series sets it).  Returns true when
+ * the test must stop.
+ */
+static bool bio_missing(struct __test_metadata *_metadata)
+{
+	if (bio_supported())
+		return false;
+	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
+		TH_LOG("perf_event_open: %s", strerror(errno));
+	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
+	     strerror(errno));
+}
+
+static int write_paranoid(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%d\n", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* Task flags from /proc/.../stat (the ninth field), 0 if unreadable */
+#define PF_IO_WORKER_	0x00000010
+#define PF_USER_WORKER_	0x00004000
+#define PF_KTHREAD_	0x00200000
+
+static unsigned long stat_flags(const char *path)
+{
+	char buf[1024], *p;
+	unsigned long flags = 0;
+	FILE *f = fopen(path, "r");
+	int i;
+
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	/* After "(comm)": state ppid pgrp session tty tpgid flags */
+	for (i = 0; p && i < 7; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		flags = strtoul(p + 1, NULL, 10);
+	return flags;
+}
+
+/* Is @pid a kernel thread?  Remembered: system-wide traces ask often */
+static bool is_kthread(pid_t pid)
+{
+	static struct { pid_t pid; bool kthread; } seen[1024];
+	static int nr_seen;
+	char path[64];
+	bool k;
+	int i;
+
+	if (!pid)
+		return true;	/* the idle task */
+	for (i = 0; i < nr_seen; i++)
+		if (seen[i].pid == pid)
+			return seen[i].kthread;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	k = stat_flags(path) & PF_KTHREAD_;
+	if (nr_seen < 1024) {
+		seen[nr_seen].pid = pid;
+		seen[nr_seen++].kthread = k;
+	}
+	return k;
+}
+
+/*
+ * Per-CPU events with inheritance, on @child (which waits for a byte on
+ * @go_fd): enable them, let it go, drain until it has exited, disable.
+ * Returns its wait status.
+ */
+static int trace_child(struct ring *rb, int nr_rb, struct trace *t,
+		       int go_fd, pid_t child)
+{
+	int i, status = -1;
+
+	for (i = 0; i < nr_rb; i++)
+		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+	if (write(go_fd, "g", 1) != 1) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		return -1;
+	}
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		for (i = 0; i < nr_rb; i++)
+			ring_drain(&rb[i], t);
+		sleep_us(10000);
+	}
+	for (i = 0; i < nr_rb; i++) {
+		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		ring_drain(&rb[i], t);
+	}
+	return status;
+}
+
+static int count_tids(struct trace *t)
+{
+	int i, n = 0;
+
+	/* Sorted by tid after trace_index() */
+	for (i = 0; i < t->nr_s; i++)
+		n += !i || t->s[i].tid != t->s[i - 1].tid;
+	return n;
+}
+
+/* ---- Lifecycle: threads and processes that exit under inherit ---- */
+
+/* What the sampled workloads did, shared with the test process */
+struct work_count {
+	uint64_t rounds, threads, groups, forks, failures;
+};
+
+static struct work_count *shared_count(void)
+{
+	struct work_count *c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+static void *exiting_thread(void *arg)
+{
+	burn(0.002);
+	/* The last entry is this system call: its record comes from do_exit() */
+	pthread_exit(NULL);
+}
+
+static void *spinning_thread(void *arg)
+{
+	for (;;)
+		bio_sink += with_syscalls(2000);
+	return NULL;
+}
+
+/*
+ * Threads that pthread_exit() and processes that exit_group() while
+ * other threads of theirs run, which then die of the group exit.
+ */
+static int thread_exit_work(struct work_count *c)
+{
+	int round, k, status;
+
+	for (round = 0; round < 15 * scale(); round++) {
+		pthread_t th[3];
+		pid_t pid;
+
+		for (k = 0; k < 3; k++)
+			if (pthread_create(&th[k], NULL, exiting_thread, NULL))
+				return 1;
+		for (k = 0; k < 3; k++)
+			pthread_join(th[k], NULL);
+		c->threads += 3;
+
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (!pid) {
+			for (k = 0; k < 2; k++)
+				if (pthread_create(&th[k], NULL, spinning_thread,
+						   NULL))
+					_exit(1);
+			burn(0.003);
+			syscall(__NR_exit_group, 0);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			c->failures++;
+		c->groups++;
+		c->rounds++;
+	}
+	return 0;
+}
+
+/* Hundreds of short children, some with a child of their own */
+static int storm_work(struct work_count *c)
+{
+	int i, status, running = 0;
+
+	for (i = 0; i < 160 * scale(); i++) {
+		pid_t pid;
+
+		for (; running >= 6; running--) {
+			if (wait(&status) < 0)
+				return 1;
+			c->failures += !WIFEXITED(status) || WEXITSTATUS(status);
+		}
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (!pid) {
+			burn(0.001);
+			if (i % 4 == 0) {
+				pid = fork();
+				if (!pid) {
+					burn(0.0005);
+					_exit(0);
+				}
+				if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+				    !WIFEXITED(status) || WEXITSTATUS(status))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		running++;
+		c->forks += 1 + (i % 4 == 0);
+		c->rounds++;
+	}
+	for (; running; running--) {
+		if (wait(&status) < 0)
+			return 1;
+		c->failures += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	return 0;
+}
+
+/*
+ * Run @work in a child sampled by per-CPU events with inherit=1, each
+ * also receiving the records (as perf record does), and check: every
+ * record well formed and never twice, every sample with a cookie joined
+ * with its record (the work of an exiting task runs in do_exit() while
+ * its events still exist) or accounted lost, every address right.
+ */
+static void *just_exit(void *arg)
+{
+	pthread_exit(NULL);
+}
+
+/*
+ * The first pthread_exit() of a process loads libgcc_s for the unwinding:
+ * make it happen here, so that the truth read from our maps has it too.
+ */
+static int load_unwinder(void)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, just_exit, NULL))
+		return -1;
+	return pthread_join(th, NULL);
+}
+
+static void run_inherited(struct __test_metadata *_metadata, const char *what,
+			  int (*work)(struct work_count *c))
+{
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go[2], status, i;
+	struct perf_event_attr attr;
+	struct work_count *c = shared_count();
+	struct trace t = {};
+	struct tally ty;
+	struct ring *rb;
+	struct maps m;
+	pid_t child;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, load_unwinder());
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		char ch;
+
+		close(go[1]);
+		if (read(go[0], &ch, 1) != 1)
+			_exit(1);
+		_exit(work(c));
+	}
+	close(go[0]);
+
+	bio_attr(&attr, 1000000);
+	attr.inherit = 1;
+	rb = calloc(nr_cpus, sizeof(*rb));
+	for (i = 0; i < nr_cpus; i++)
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i, RING_PAGES));
+	status = trace_child(rb, nr_cpus, &t, go[1], child);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	trace_index(&t);
+
+	/* Forked without exec: our file mappings are theirs */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, &ty, NULL, NULL, NULL);
+	ksft_print_msg("%s: %llu rounds, %llu threads exited, %llu groups exited, %llu processes forked, %llu failed; %d tasks sampled\n",
+		       what, (unsigned long long)c->rounds,
+		       (unsigned long long)c->threads,
+		       (unsigned long long)c->groups,
+		       (unsigned long long)c->forks,
+		       (unsigned long long)c->failures, count_tids(&t));
+	tally_print(what, &ty, &t);
+
+	EXPECT_EQ(0, c->failures);
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(0, ty.wrong);
+	/* Nothing of the workload runs after the DISABLE: no last entry */
+	EXPECT_EQ(0, ty.at_stop);
+	EXPECT_LE(ty.unjoined_entries, t.lost);
+	EXPECT_LT(100, ty.joined);
+	EXPECT_LT(20, count_tids(&t));
+
+	free(m.v);
+	trace_free(&t);
+	for (i = 0; i < nr_cpus; i++)
+		ring_close(&rb[i]);
+	free(rb);
+	munmap(c, sizeof(*c));
+}
+
+TEST(thread_exit)
+{
+	if (bio_missing(_metadata))
+		return;
+	run_inherited(_metadata, "thread_exit", thread_exit_work);
+}
+
+TEST(inherit_storm)
+{
+	if (bio_missing(_metadata))
+		return;
+	run_inherited(_metadata, "inherit_storm", storm_work);
+}
+
+/* ---- Lifecycle: a signal delivered on the way out of an entry ---- */
+
+/*
+ * Signal delivery rewrites the user registers inside a kernel entry: the
+ * user IP becomes the handler's.  get_signal() runs pending task work,
+ * the entry's deferred work included, before setup_rt_frame() does that,
+ * and a sample taken after it on the way out still gets the entry's
+ * cookie.  The record of a cookie must cover the user addresses of every
+ * sample that carries it, these too.  The handler lives in a mapping of
+ * its own (a library mapped by hand) that the interrupted code never
+ * touches: an address there resolves only if the record describes the
+ * registers the sample saw.  A thread loops in long system calls while
+ * the main thread sends it signals.
+ */
+struct signalled {
+	pid_t tid;
+	int done;
+	uint64_t calls;
+};
+
+static void *signalled_thread(void *arg)
+{
+	struct signalled *sg = arg;
+	double until;
+
+	__atomic_store_n(&sg->tid, gettid_(), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sg->done, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (until = cpu_seconds() + 1.0; cpu_seconds() < until; sg->calls++)
+		bio_sink += long_syscall();
+	__atomic_store_n(&sg->done, 2, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST(signal_entry)
+{
+	uint64_t in_handler = 0, handler_unresolved = 0, signals = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	struct sigaction sa = {}, old;
+	struct perf_event_attr attr;
+	struct signalled sg = {};
+	char path[PATH_MAX], eg[160] = "";
+	uint64_t off, pgoff;
+	struct trace t = {};
+	struct tally ty;
+	struct ring rb;
+	struct maps m;
+	pthread_t th;
+	char *base;
+	int fd, i, k;
+
+	if (bio_missing(_metadata))
+		return;
+	/* bio_spin(unsigned long) as the handler: it runs sig rounds */
+	snprintf(path, sizeof(path), "%s/libbio_dl.so", self_dir());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+	off = elf_sym_offset(fd, "bio_spin");
+	ASSERT_NE(0, off);
+	pgoff = off & ~(uint64_t)(page - 1);
+	base = mmap(NULL, 2 * page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd,
+		    pgoff);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, base);
+	sa.sa_handler = (void (*)(int))(base + (off - pgoff));
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, signalled_thread, &sg));
+	while (!__atomic_load_n(&sg.tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+	bio_attr(&attr, 100000);
+	ASSERT_EQ(0, ring_open(&rb, &attr, sg.tid, -1, RING_PAGES));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	__atomic_store_n(&sg.done, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&sg.done, __ATOMIC_ACQUIRE) != 2) {
+		signals += !syscall(__NR_tgkill, getpid(), sg.tid, SIGUSR1);
+		ring_drain(&rb, &t);
+		sleep_us(1000);
+	}
+	pthread_join(th, NULL);
+	ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+	ring_drain(&rb, &t);
+	sigaction(SIGUSR1, &old, NULL);
+	trace_index(&t);
+
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, &ty, NULL, NULL, NULL);
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r = s->cookie ? find_record(&t, s->tid,
+							   s->cookie) : NULL;
+
+		for (k = 0; r && k < s->nr; k++) {
+			uint64_t a = s->addrs[k];
+
+			if (a < (uintptr_t)base || a >= (uintptr_t)base + 2 * page)
+				continue;
+			in_handler++;
+			if (rec_find(r, a) || handler_unresolved++)
+				continue;
+			snprintf(eg, sizeof(eg),
+				 "%#llx (handler %+lld), entry %d of %d of a %s-mode sample; its record has %u maps",
+				 (unsigned long long)a,
+				 (long long)(a - (uintptr_t)sa.sa_handler), k,
+				 s->nr, s->kernel ? "kernel" : "user", r->nr);
+		}
+	}
+	tally_print("signal_entry", &ty, &t);
+	ksft_print_msg("signal_entry: %llu system calls, %llu signals sent; %llu addresses in the handler, %llu of them not in the record of their cookie%s%s\n",
+		       (unsigned long long)sg.calls,
+		       (unsigned long long)signals,
+		       (unsigned long long)in_handler,
+		       (unsigned long long)handler_unresolved,
+		       eg[0] ? ", first: " : "", eg);
+
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(0, ty.wrong);
+	EXPECT_LE(ty.unjoined_entries, t.lost);
+	EXPECT_LT(0, in_handler);
+	/* Every address of a sample is in the record of its cookie */
+	EXPECT_EQ(0, handler_unresolved);
+	EXPECT_EQ(0, ty.unresolved);
+
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+	munmap(base, 2 * page);
+}
+
+/* ---- Lifecycle: exec, of a plain, a set-uid and an unreadable program ---- */
+
+/*
+ * A child of an unprivileged reader (uid 65534) execs bio_exec_helper
+ * while the reader samples it with a per-task event that also receives
+ * the records and the exec's PERF_RECORD_COMM.
+ *
+ * Plain exec (a readable program, same credentials): the events stay.
+ * Addresses taken before the exec must never be looked up in the new
+ * mm: a record whose entry saw the exec (a sample of it comes before the
+ * exec's COMM, the record after) must say MM_CHANGED and carry no maps;
+ * a record that says MM_CHANGED must have an exec in its entry.  The
+ * helper execs itself several times so that samples land inside execve().
+ *
+ * Set-uid exec, and exec of an execute-only (mode 0111) program: what
+ * perf does today decides what the reader may see.  begin_new_exec()
+ * makes the new mm non-dumpable (creds changed, or BINPRM_FLAGS_
+ * ENFORCE_NONDUMP from would_dump() for a file the task cannot read) and
+ * then calls perf_event_exit_task(), which detaches the task's context
+ * with every per-task event in it, inherited ones included; perf_event_
+ * open() on the task afterwards fails the ptrace_may_access() check
+ * (EACCES).  PERF_RECORD_BUILD_ID_OFFSET goes only to the defer_output
+ * events of the task's own context and to per-CPU side-band events, and
+ * a per-CPU event already needs CPU-wide permission (perf_event_paranoid
+ * <= 0 or CAP_PERFMON), under which MMAP2 records expose the same
+ * build-IDs.  So the right result, and what this checks, is: no sample
+ * and no record of the new program reaches the reader (no address in
+ * the helper's range, no map with its build-ID; the kernel reads the
+ * build-ID of an execute-only file, so a leak would show it), and
+ * re-opening an event on the task fails with EACCES.  The record of the
+ * execve() entry itself has no receiver left (its samples are in the
+ * task's last entry); if one reached the reader it would have to be
+ * MM_CHANGED without maps, which parse_record() checks for every record.
+ */
+enum exec_kind { EXEC_PLAIN, EXEC_SETUID, EXEC_XONLY };
+
+struct exec_result {
+	char err[128];		/* set-up failure in the reader */
+	int status;		/* the child's wait status */
+	int reopen_errno;	/* -1: not tried */
+	int execs;		/* exec COMM records of the child */
+	int bad_records, dup_records;
+	uint64_t lost, records, mm_changed, missed_mm_changed;
+	uint64_t spurious_mm_changed, helper_samples, helper_maps;
+	uint64_t helper_resolved, helper_wrong, pre_exec_samples;
+	struct tally ty;	/* samples taken before the first exec */
+	char why[128], helper_why[160];
+};
+
+FIXTURE(exec) {
+	char dir[64], prog[96];
+	uint8_t bid[MAX_BUILD_ID];
+	int bid_size;
+	/* The helper's PT_LOAD segments: [vaddr, vaddr + memsz) at offset */
+	struct { uint64_t vaddr, memsz, offset; } seg[8];
+	int nr_seg;
+};
+
+FIXTURE_VARIANT(exec) {
+	enum exec_kind kind;
+	const char *name;
+	mode_t mode;
+};
+
+FIXTURE_VARIANT_ADD(exec, plain) {
+	.kind = EXEC_PLAIN, .name = "bio_plain", .mode = 0755,
+};
+
+FIXTURE_VARIANT_ADD(exec, setuid) {
+	.kind = EXEC_SETUID, .name = "bio_suid", .mode = 04755,
+};
+
+FIXTURE_VARIANT_ADD(exec, unreadable) {
+	.kind = EXEC_XONLY, .name = "bio_xonly", .mode = 0111,
+};
+
+FIXTURE_SETUP(exec)
+{
+	char src[PATH_MAX];
+	Elf64_Ehdr eh;
+	int fd, i;
+
+	self->dir[0] = 0;
+	if (geteuid())
+		SKIP(return, "needs root to run a program as another user");
+	snprintf(src, sizeof(src), "%s/bio_exec_helper", self_dir());
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", src, strerror(errno));
+	self->bid_size = elf_build_id(fd, self->bid, NULL);
+	ASSERT_LT(0, self->bid_size);
+	ASSERT_EQ(sizeof(eh), pread(fd, &eh, sizeof(eh), 0));
+	/* Not position independent: its addresses are its program headers' */
+	ASSERT_EQ(ET_EXEC, eh.e_type);
+	for (i = 0; i < eh.e_phnum && self->nr_seg < 8; i++) {
+		Elf64_Phdr ph;
+
+		ASSERT_EQ(sizeof(ph), pread(fd, &ph, sizeof(ph),
+					    eh.e_phoff + i * sizeof(ph)));
+		if (ph.p_type != PT_LOAD)
+			continue;
+		self->seg[self->nr_seg].vaddr = ph.p_vaddr;
+		self->seg[self->nr_seg].memsz = ph.p_memsz;
+		self->seg[self->nr_seg].offset = ph.p_offset;
+		self->nr_seg++;
+	}
+	close(fd);
+	ASSERT_LT(0, self->nr_seg);
+
+	snprintf(self->dir, sizeof(self->dir), "/tmp/bio_exec_XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	snprintf(self->prog, sizeof(self->prog), "%s/%s", self->dir,
+		 variant->name);
+	ASSERT_EQ(0, copy_file(src, self->prog, variant->mode));
+}
+
+FIXTURE_TEARDOWN(exec)
+{
+	if (!self->dir[0])
+		return;
+	unlink(self->prog);
+	rmdir(self->dir);
+}
+
+/* The helper's segment that holds @a, or NULL */
+static bool helper_offset(FIXTURE_DATA(exec) *self, uint64_t a, uint64_t *off)
+{
+	int i;
+
+	for (i = 0; i < self->nr_seg; i++) {
+		if (a >= self->seg[i].vaddr &&
+		    a < self->seg[i].vaddr + self->seg[i].memsz) {
+			*off = a - self->seg[i].vaddr + self->seg[i].offset;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool comm_is(pid_t pid, const char *name)
+{
+	char path[64], comm[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	return !strncmp(comm, name, 15);
+}
+
+/* Was there an exec of @tid in (@from, @to)? */
+static bool exec_between(struct trace *t, uint32_t tid, uint64_t from,
+			 uint64_t to)
+{
+	int i;
+
+	for (i = 0; i < t->nr_x; i++)
+		if (t->x[i].tid == tid && t->x[i].time > from &&
+		    t->x[i].time < to)
+			return true;
+	return false;
+}
+
+static bool before_time(const struct sample *s, void *arg)
+{
+	return s->time < *(uint64_t *)arg;
+}
+
+/* The reader, as uid 65534: sample the child through its exec, check */
+static void exec_reader(FIXTURE_DATA(exec) *self,
+			const FIXTURE_VARIANT(exec) *variant,
+			struct exec_result *res)
+{
+	bool plain = variant->kind == EXEC_PLAIN, tried = false;
+	uint64_t first_exec = NO_TIME;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct ring rb;
+	struct maps m;
+	int go[2], i, k;
+	pid_t child;
+
+	res->reopen_errno = -1;
+	/*
+	 * A user's own process: dumpable again after the change of uid
+	 * (which clears it), or the child, which inherits it, could not be
+	 * watched at all.
+	 */
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+	    prctl(PR_SET_DUMPABLE, 1)) {
+		snprintf(res->err, sizeof(res->err), "setresuid: %s",
+			 strerror(errno));
+		return;
+	}
+	if (pipe(go)) {
+		snprintf(res->err, sizeof(res->err), "pipe: %s", strerror(errno));
+		return;
+	}
+	child = fork();
+	if (!child) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(126);
+		/* Samples of this program first, then of the helper */
+		burn(0.3);
+		if (plain)
+			execl(self->prog, self->prog, "0.03", "8", (char *)NULL);
+		else
+			execl(self->prog, self->prog, "0.3", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+
+	/* Kernel-mode samples too (paranoid 1): those inside execve() */
+	bio_attr(&attr, 100000);
+	attr.comm = 1;
+	attr.comm_exec = 1;
+	if (ring_open(&rb, &attr, child, -1, RING_PAGES)) {
+		snprintf(res->err, sizeof(res->err), "perf_event_open: %s",
+			 strerror(errno));
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return;
+	}
+	ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
+	if (write(go[1], "g", 1) != 1)
+		kill(child, SIGKILL);
+	while (waitpid(child, &res->status, WNOHANG) == 0) {
+		ring_drain(&rb, &t);
+		/* Once it runs the helper: may we watch it again? */
+		if (!plain && !tried && comm_is(child, variant->name)) {
+			int fd = perf_open(&attr, child, -1);
+
+			res->reopen_errno = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			tried = true;
+		}
+		sleep_us(2000);
+	}
+	ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+	ring_drain(&rb, &t);
+	trace_index(&t);
+
+	for (i = 0; i < t.nr_x; i++) {
+		res->execs += t.x[i].tid == (uint32_t)child;
+		if (t.x[i].tid == (uint32_t)child && t.x[i].time < first_exec)
+			first_exec = t.x[i].time;
+	}
+
+	/* Before the first exec the child ran this program: our truth */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, &res->ty, before_time, NULL, &first_exec);
+	res->pre_exec_samples = res->ty.samples;
+
+	/* Every sample, and its record: anything of the helper? */
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r = s->cookie ? find_record(&t, s->tid,
+							   s->cookie) : NULL;
+		bool in_helper = false;
+
+		for (k = 0; k < s->nr; k++) {
+			const struct bio_map *bm;
+			uint64_t off;
+
+			if (!helper_offset(self, s->addrs[k], &off))
+				continue;
+			in_helper = true;
+			if (!r || (r->flags & PERF_BIO_F_MM_CHANGED))
+				continue;
+			bm = rec_find(r, s->addrs[k]);
+			if (!bm)
+				continue;
+			if (bm->build_id_size == self->bid_size &&
+			    !memcmp(bm->build_id, self->bid, self->bid_size) &&
+			    s->addrs[k] - bm->start + bm->pgoff == off) {
+				res->helper_resolved++;
+			} else if (!res->helper_wrong++) {
+				snprintf(res->helper_why, sizeof(res->helper_why),
+					 "%#llx: map %#llx-%#llx pgoff %#llx, bid size %u, offset %#llx wanted",
+					 (unsigned long long)s->addrs[k],
+					 (unsigned long long)bm->start,
+					 (unsigned long long)bm->end,
+					 (unsigned long long)bm->pgoff,
+					 bm->build_id_size,
+					 (unsigned long long)off);
+			}
+		}
+		res->helper_samples += in_helper;
+	}
+
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r = s->cookie ? find_record(&t, s->tid,
+							   s->cookie) : NULL;
+
+		if (r && s->time < r->first)
+			r->first = s->time;
+	}
+	/* MM_CHANGED exactly when the record's entry saw an exec */
+	for (i = 0; i < t.nr_r; i++) {
+		struct record *r = &t.r[i];
+		uint64_t prev = 0;
+
+		res->records++;
+		for (k = 0; k < (int)r->nr; k++)
+			res->helper_maps +=
+				r->maps[k].build_id_size == self->bid_size &&
+				!memcmp(r->maps[k].build_id, self->bid,
+					self->bid_size);
+		if (r->flags & PERF_BIO_F_MM_CHANGED) {
+			res->mm_changed++;
+			/* This entry began after the task's previous record */
+			for (k = 0; k < t.nr_r; k++)
+				if (t.r[k].tid == r->tid && t.r[k].time < r->time &&
+				    t.r[k].time > prev)
+					prev = t.r[k].time;
+			res->spurious_mm_changed +=
+				!exec_between(&t, r->tid, prev, r->time);
+		} else if (r->first != NO_TIME &&
+			   exec_between(&t, r->tid, r->first, r->time)) {
+			res->missed_mm_changed++;
+		}
+	}
+	res->lost = t.lost;
+	res->bad_records = t.bad_records;
+	res->dup_records = t.dup_records;
+	snprintf(res->why, sizeof(res->why), "%s", t.why);
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+TEST_F(exec, run)
+{
+	enum exec_kind kind = variant->kind;
+	int paranoid = read_int("/proc/sys/kernel/perf_event_paranoid");
+	int status, code;
+	struct exec_result *res;
+	pid_t reader;
+
+	if (bio_missing(_metadata))
+		return;
+	ASSERT_NE(INT_MIN, paranoid);
+	ASSERT_EQ(0, write_paranoid(1));
+	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	memset(res, 0, sizeof(*res));
+	reader = fork();
+	ASSERT_LE(0, reader);
+	if (!reader) {
+		exec_reader(self, variant, res);
+		_exit(0);
+	}
+	ASSERT_EQ(reader, waitpid(reader, &status, 0));
+	ASSERT_EQ(0, write_paranoid(paranoid));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, res->err[0]) TH_LOG("reader: %s", res->err);
+
+	tally_print(variant->name, &res->ty, &(struct trace){
+		.nr_r = res->records, .lost = res->lost,
+		.dup_records = res->dup_records,
+		.bad_records = res->bad_records });
+	if (res->bad_records)
+		ksft_print_msg("%s: first bad record: %s\n", variant->name,
+			       res->why);
+	ksft_print_msg("%s: %d execs seen; %llu samples before the first; %llu samples in the helper, %llu of its addresses resolved, %llu wrong; %llu records with its build-ID; %llu MM_CHANGED records, %llu missing, %llu spurious; re-open after exec: %s\n",
+		       variant->name, res->execs,
+		       (unsigned long long)res->pre_exec_samples,
+		       (unsigned long long)res->helper_samples,
+		       (unsigned long long)res->helper_resolved,
+		       (unsigned long long)res->helper_wrong,
+		       (unsigned long long)res->helper_maps,
+		       (unsigned long long)res->mm_changed,
+		       (unsigned long long)res->missed_mm_changed,
+		       (unsigned long long)res->spurious_mm_changed,
+		       res->reopen_errno < 0 ? "not tried" :
+		       strerror(res->reopen_errno));
+	if (res->helper_wrong)
+		ksft_print_msg("%s: first wrong helper address: %s\n",
+			       variant->name, res->helper_why);
+
+	ASSERT_TRUE(WIFEXITED(res->status))
+		TH_LOG("child status %#x", res->status);
+	code = WEXITSTATUS(res->status);
+	if (kind == EXEC_SETUID && code == 254)
+		SKIP(goto out, "the set-uid bit was not honoured (nosuid /tmp?)");
+	/* The helper exits with its euid's low byte; 127: exec failed */
+	EXPECT_EQ(kind == EXEC_SETUID ? 0 : 254, code);
+
+	EXPECT_EQ(0, res->bad_records);
+	EXPECT_EQ(0, res->dup_records);
+	EXPECT_EQ(0, res->lost);
+	EXPECT_EQ(0, res->ty.wrong);
+	EXPECT_EQ(0, res->ty.unjoined);
+	EXPECT_EQ(0, res->missed_mm_changed);
+	EXPECT_EQ(0, res->spurious_mm_changed);
+	EXPECT_EQ(0, res->helper_wrong);
+	EXPECT_LT(20, res->pre_exec_samples);
+	if (kind == EXEC_PLAIN) {
+		EXPECT_EQ(9, res->execs);
+		EXPECT_LT(20, res->helper_samples);
+		EXPECT_LT(0, res->helper_resolved);
+		/* Samples inside execve() give records of a changed mm */
+		EXPECT_LT(0, res->mm_changed);
+	} else {
+		EXPECT_EQ(0, res->helper_samples);
+		EXPECT_EQ(0, res->helper_maps);
+		EXPECT_EQ(EACCES, res->reopen_errno);
+	}
+out:
+	munmap(res, sizeof(*res));
+}
+
+/* ---- Lifecycle: the last close() while deferred work is pending ---- */
+
+/*
+ * Events go away while the sampled task is inside a kernel entry whose
+ * samples asked for a record: the last reference dropped by close() or
+ * munmap() in the sampled thread itself (the final fput() runs as task
+ * work on the same way out to user space as the deferred work), by the
+ * exit of a task that holds the only file descriptor, and by two tasks
+ * that each watch the other and go away at the same moment.  Nothing may
+ * hang (the harness timeout, the guest's hung task detector), be used
+ * after free or report a lock cycle (KASAN, lockdep), and what was read
+ * before must be well formed.
+ */
+struct race_count {
+	uint64_t iterations, events, samples, records, lost, bad, failures;
+	int barrier[2];
+	char why[128], bad_why[128];
+};
+
+enum race_kind { RACE_SELF_CLOSE, RACE_EXIT_HOLDING, RACE_MUTUAL };
+
+FIXTURE(close_races) {
+	struct race_count *c;
+};
+
+FIXTURE_VARIANT(close_races) {
+	enum race_kind kind;
+};
+
+FIXTURE_VARIANT_ADD(close_races, self_close) {
+	.kind = RACE_SELF_CLOSE,
+};
+
+FIXTURE_VARIANT_ADD(close_races, exit_holding) {
+	.kind = RACE_EXIT_HOLDING,
+};
+
+FIXTURE_VARIANT_ADD(close_races, mutual) {
+	.kind = RACE_MUTUAL,
+};
+
+FIXTURE_SETUP(close_races)
+{
+	self->c = mmap(NULL, sizeof(*self->c), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->c);
+	memset(self->c, 0, sizeof(*self->c));
+}
+
+FIXTURE_TEARDOWN(close_races)
+{
+	munmap(self->c, sizeof(*self->c));
+}
+
+#define RACE_PERIOD	200000	/* several samples per system call */
+#define RACE_ROUNDS	24	/* per variant, times BIO_RACES_SCALE */
+
+static void race_add(uint64_t *p, uint64_t n)
+{
+	__atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
+
+static void race_fail(struct race_count *c, const char *why)
+{
+	if (!__atomic_fetch_add(&c->failures, 1, __ATOMIC_RELAXED))
+		snprintf(c->why, sizeof(c->why), "%s: %s", why,
+			 strerror(errno));
+}
+
+/* Drain @rb and count what it held */
+static void race_drain(struct race_count *c, struct ring *rb)
+{
+	struct trace t = {};
+
+	ring_drain(rb, &t);
+	race_add(&c->samples, t.nr_s);
+	race_add(&c->records, t.nr_r);
+	race_add(&c->lost, t.lost);
+	if (t.bad_records &&
+	    !__atomic_fetch_add(&c->bad, t.bad_records, __ATOMIC_RELAXED))
+		snprintf(c->bad_why, sizeof(c->bad_why), "%s", t.why);
+	trace_free(&t);
+}
+
+/*
+ * Two parties meet: each adds itself to the counter and waits for the
+ * other, a bounded while (a party that died must not hang the other).
+ */
+static bool race_meet(int *barrier, int parties)
+{
+	uint64_t until = now_ns() + 20000000000ULL;
+
+	__atomic_add_fetch(barrier, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(barrier, __ATOMIC_ACQUIRE) < parties) {
+		if (now_ns() > until)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
+/*
+ * A thread opens a sampling event and a receiver on itself, works in
+ * system calls, and drops them in one of four orders from inside the
+ * work: munmap then close, close then munmap (the munmap drops the last
+ * reference), the sampler first with the receiver still taking records,
+ * and close without reading anything.
+ */
+static void *self_close_thread(void *arg)
+{
+	struct race_count *c = arg;
+	struct perf_event_attr attr, hold;
+	int i;
+
+	bio_attr(&attr, RACE_PERIOD);
+	holder_attr(&hold);
+	hold.defer_output = 1;
+	for (i = 0; i < 2 * RACE_ROUNDS * scale(); i++) {
+		struct ring s, r;
+
+		if (ring_open(&s, &attr, 0, -1, 8)) {
+			race_fail(c, "open sampler");
+			break;
+		}
+		if (ring_open(&r, &hold, 0, -1, 8)) {
+			race_fail(c, "open receiver");
+			ring_close(&s);
+			break;
+		}
+		ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0);
+		ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
+		bio_sink += long_syscall();
+		bio_sink += with_syscalls(3000);
+		if (i % 4 != 3) {
+			race_drain(c, &s);
+			race_drain(c, &r);
+		}
+		switch (i % 4) {
+		case 0:
+			ring_unmap(&s);
+			close(s.fd);
+			ring_unmap(&r);
+			close(r.fd);
+			break;
+		case 1:
+			close(s.fd);
+			ring_unmap(&s);
+			close(r.fd);
+			ring_unmap(&r);
+			break;
+		case 2:
+			ring_close(&s);
+			bio_sink += long_syscall();
+			race_drain(c, &r);
+			ring_close(&r);
+			break;
+		case 3:
+			close(r.fd);
+			close(s.fd);
+			ring_unmap(&s);
+			ring_unmap(&r);
+			break;
+		}
+		race_add(&c->events, 2);
+		race_add(&c->iterations, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A thread that samples itself in system calls and, after @rounds of
+ * them, ends its thread group (0: never), holding its descriptor and
+ * mapping.
+ */
+static void hold_and_work(struct race_count *c, int rounds)
+{
+	struct perf_event_attr attr;
+	struct ring rb;
+	int i;
+
+	bio_attr(&attr, RACE_PERIOD);
+	if (ring_open(&rb, &attr, 0, -1, 8)) {
+		race_fail(c, "open");
+		syscall(__NR_exit_group, 1);
+	}
+	ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
+	race_add(&c->events, 1);
+	for (i = 0; !rounds || i < rounds; i++) {
+		bio_sink += long_syscall();
+		if (i == 1)
+			race_drain(c, &rb);
+	}
+	syscall(__NR_exit_group, 0);
+}
+
+struct hold_arg {
+	struct race_count *c;
+	int rounds;
+};
+
+static void *hold_thread(void *arg)
+{
+	struct hold_arg *h = arg;
+
+	hold_and_work(h->c, h->rounds);
+	return NULL;
+}
+
+/*
+ * A process whose two threads each sample themselves exits while both
+ * are in system calls, holding the only file descriptors and mappings:
+ * the main thread calls exit_group() in even rounds, the other thread
+ * in odd ones.
+ */
+static void exit_holding_child(struct race_count *c, int round)
+{
+	struct hold_arg h = { c, round & 1 ? 4 : 0 };
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, hold_thread, &h))
+		_exit(1);
+	hold_and_work(c, round & 1 ? 0 : 4);
+}
+
+/*
+ * One of two tasks that watch each other: an event on @peer, sampling
+ * with defer_output, so that each holds the only descriptor of an event
+ * in the other's context.  After meeting, both end at once, by @how:
+ * 0 both exit holding everything, 1 both close (munmap first) and exit,
+ * 2 the one with @first closes while the other exits, 3 both close the
+ * descriptor but keep the mapping until exit.
+ */
+static void mutual_child(struct race_count *c, int *barrier, pid_t peer,
+			 int how, bool first)
+{
+	struct perf_event_attr attr;
+	struct ring rb;
+	int i;
+
+	bio_attr(&attr, RACE_PERIOD);
+	if (ring_open(&rb, &attr, peer, -1, 8)) {
+		race_fail(c, "open on peer");
+		race_meet(barrier, 2);
+		_exit(1);
+	}
+	ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
+	race_add(&c->events, 1);
+	if (!race_meet(barrier, 2)) {
+		race_fail(c, "peer never came");
+		_exit(1);
+	}
+	for (i = 0; i < 2; i++) {
+		bio_sink += long_syscall();
+		race_drain(c, &rb);
+	}
+	if (!race_meet(barrier + 1, 2))
+		_exit(1);
+	switch (how) {
+	case 0:
+		break;
+	case 1:
+		ring_close(&rb);
+		break;
+	case 2:
+		if (first)
+			ring_close(&rb);
+		break;
+	case 3:
+		close(rb.fd);
+		break;
+	}
+	bio_sink += long_syscall();
+	syscall(__NR_exit_group, 0);
+}
+
+static void wait_ok(struct race_count *c, pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		race_fail(c, "waitpid");
+	else if (!WIFEXITED(status) || WEXITSTATUS(status))
+		race_fail(c, WIFSIGNALED(status) ? "child killed" :
+			  "child failed");
+}
+
+TEST_F(close_races, run)
+{
+	struct race_count *c = self->c;
+	static const char * const names[] = {
+		"self_close", "exit_holding", "mutual",
+	};
+	const char *name = names[variant->kind];
+	pthread_t th[2];
+	int i, k, pipes[2][2];
+	pid_t a, b;
+
+	if (bio_missing(_metadata))
+		return;
+	switch (variant->kind) {
+	case RACE_SELF_CLOSE:
+		for (k = 0; k < 2; k++)
+			ASSERT_EQ(0, pthread_create(&th[k], NULL,
+						    self_close_thread, c));
+		for (k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		break;
+	case RACE_EXIT_HOLDING:
+		for (i = 0; i < RACE_ROUNDS * scale(); i++) {
+			a = fork();
+			ASSERT_LE(0, a);
+			if (!a)
+				exit_holding_child(c, i);
+			wait_ok(c, a);
+			race_add(&c->iterations, 1);
+		}
+		break;
+	case RACE_MUTUAL:
+		for (i = 0; i < RACE_ROUNDS * scale(); i++) {
+			pid_t peer;
+
+			c->barrier[0] = c->barrier[1] = 0;
+			ASSERT_EQ(0, pipe(pipes[0]));
+			ASSERT_EQ(0, pipe(pipes[1]));
+			a = fork();
+			ASSERT_LE(0, a);
+			if (!a) {
+				if (read(pipes[0][0], &peer, sizeof(peer)) !=
+				    sizeof(peer))
+					_exit(1);
+				mutual_child(c, c->barrier, peer, i % 4, true);
+			}
+			b = fork();
+			ASSERT_LE(0, b);
+			if (!b) {
+				if (read(pipes[1][0], &peer, sizeof(peer)) !=
+				    sizeof(peer))
+					_exit(1);
+				mutual_child(c, c->barrier, peer, i % 4, false);
+			}
+			ASSERT_EQ(sizeof(b), write(pipes[0][1], &b, sizeof(b)));
+			ASSERT_EQ(sizeof(a), write(pipes[1][1], &a, sizeof(a)));
+			wait_ok(c, a);
+			wait_ok(c, b);
+			for (k = 0; k < 2; k++) {
+				close(pipes[k][0]);
+				close(pipes[k][1]);
+			}
+			race_add(&c->iterations, 1);
+		}
+		break;
+	}
+	ksft_print_msg("%s: %llu iterations, %llu events dropped with work pending; read before: %llu samples, %llu records, %llu lost, %llu bad; %llu failures%s%s\n",
+		       name, (unsigned long long)c->iterations,
+		       (unsigned long long)c->events,
+		       (unsigned long long)c->samples,
+		       (unsigned long long)c->records,
+		       (unsigned long long)c->lost,
+		       (unsigned long long)c->bad,
+		       (unsigned long long)c->failures,
+		       c->failures ? ", first: " : "", c->why);
+	if (c->bad)
+		ksft_print_msg("%s: first bad record: %s\n", name, c->bad_why);
+	EXPECT_EQ(0, c->failures);
+	EXPECT_EQ(0, c->bad);
+	/* Two threads of 2 * RACE_ROUNDS each, or RACE_ROUNDS processes */
+	EXPECT_EQ((variant->kind == RACE_SELF_CLOSE ? 4 : 1) * RACE_ROUNDS *
+		  scale(), c->iterations);
+	EXPECT_LT(0, c->samples);
+	EXPECT_LT(0, c->records);
+}
+
+/* ---- Lifecycle: ring buffer operations while work is pending ---- */
+
+/*
+ * A thread spends its time in long system calls, so that at almost any
+ * moment it has samples whose record waits for the end of the call.
+ * Meanwhile the main thread, on the thread's receiving event: unmaps and
+ * maps again its ring buffer (munmap), moves its output between two other
+ * events' buffers and to none and back (set_output), disables and enables
+ * it (disable), or leaves a one-page buffer unread for long stretches
+ * (full).  Records must be well formed and never written twice; a sample
+ * whose record is missing must have had it dropped while the event had
+ * no buffer or was off (its entry, from the previous entry's last sample
+ * to the next entry's first, overlaps one of the main thread's windows)
+ * or counted lost.
+ * The buffers are large: a buffer reports its losses only with its next
+ * record, and one that the event has left may never get one (the event's
+ * own count, PERF_FORMAT_LOST, has them).
+ */
+enum pending_kind { PEND_MUNMAP, PEND_SET_OUTPUT, PEND_DISABLE, PEND_FULL };
+
+FIXTURE(pending_ops) {
+};
+
+FIXTURE_VARIANT(pending_ops) {
+	enum pending_kind kind;
+	const char *name;
+};
+
+FIXTURE_VARIANT_ADD(pending_ops, munmap) {
+	.kind = PEND_MUNMAP, .name = "munmap",
+};
+
+FIXTURE_VARIANT_ADD(pending_ops, set_output) {
+	.kind = PEND_SET_OUTPUT, .name = "set_output",
+};
+
+FIXTURE_VARIANT_ADD(pending_ops, disable) {
+	.kind = PEND_DISABLE, .name = "disable",
+};
+
+FIXTURE_VARIANT_ADD(pending_ops, full) {
+	.kind = PEND_FULL, .name = "full",
+};
+
+FIXTURE_SETUP(pending_ops)
+{
+}
+
+FIXTURE_TEARDOWN(pending_ops)
+{
+}
+
+struct syscaller {
+	pid_t tid;
+	int stop;
+	uint64_t calls;
+};
+
+static void *syscall_thread(void *arg)
+{
+	struct syscaller *sc = arg;
+
+	__atomic_store_n(&sc->tid, gettid_(), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
+		bio_sink += long_syscall();
+		sc->calls++;
+	}
+	return NULL;
+}
+
+/* Times in which records could not reach a buffer */
+struct windows {
+	uint64_t t0[512], t1[512];
+	int nr;
+};
+
+static bool in_window(const struct sample *s, void *arg)
+{
+	const struct windows *w = arg;
+	int i;
+
+	for (i = 0; i < w->nr; i++)
+		if (s->prev <= w->t1[i] && s->next >= w->t0[i])
+			return true;
+	return false;
+}
+
+TEST_F(pending_ops, run)
+{
+	struct perf_event_attr attr, hold;
+	struct syscaller sc = {};
+	struct ring rb, ra, rx;		/* the event's own; two holders */
+	uint64_t in_ra = 0, in_rx = 0;
+	struct windows *w;
+	int64_t elost;
+	struct trace t = {};
+	struct tally ty;
+	struct maps m;
+	pthread_t th;
+	int i, pages = variant->kind == PEND_FULL ? 1 : 128, fd;
+	long target;
+
+	if (bio_missing(_metadata))
+		return;
+	w = calloc(1, sizeof(*w));
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(0, pthread_create(&th, NULL, syscall_thread, &sc));
+	while (!__atomic_load_n(&sc.tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+
+	bio_attr(&attr, variant->kind == PEND_FULL ? 500000 : 100000);
+	memset(&rb, 0, sizeof(rb));
+	memset(&ra, 0, sizeof(ra));
+	memset(&rx, 0, sizeof(rx));
+	if (variant->kind == PEND_SET_OUTPUT) {
+		/* The event has no buffer of its own: it writes into others' */
+		holder_attr(&hold);
+		ASSERT_EQ(0, ring_open(&ra, &hold, sc.tid, -1, pages));
+		ASSERT_EQ(0, ring_open(&rx, &hold, sc.tid, -1, pages));
+		fd = perf_open(&attr, sc.tid, -1);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ra.fd));
+		rb.fd = fd;
+	} else {
+		ASSERT_EQ(0, ring_open(&rb, &attr, sc.tid, -1, pages));
+	}
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+
+	for (i = 0; i < 120; i++) {
+		uint64_t t0, before;
+
+		/*
+		 * A while of sampling.  The full buffer is read rarely: what
+		 * did not fit is counted in a PERF_RECORD_LOST written once
+		 * there is room again.
+		 */
+		if (variant->kind != PEND_FULL || i % 40 == 39) {
+			ring_drain(&rb, &t);
+			before = t.nr_s;
+			ring_drain(&ra, &t);
+			in_ra += t.nr_s - before;
+			before = t.nr_s;
+			ring_drain(&rx, &t);
+			in_rx += t.nr_s - before;
+		}
+		sleep_us(3000);
+
+		t0 = now_ns();
+		switch (variant->kind) {
+		case PEND_MUNMAP:
+			ring_drain(&rb, &t);
+			t0 = now_ns();
+			ring_unmap(&rb);
+			sleep_us(500);
+			ASSERT_EQ(0, ring_map(&rb, pages));
+			break;
+		case PEND_SET_OUTPUT:
+			/* To the other buffer, back, and to none for a while */
+			target = i % 3 == 0 ? rx.fd : i % 3 == 1 ? ra.fd : -1;
+			ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_SET_OUTPUT,
+					   target));
+			if (target != -1)
+				continue;
+			sleep_us(500);
+			ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_SET_OUTPUT,
+					   ra.fd));
+			break;
+		case PEND_DISABLE:
+			ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+			sleep_us(500);
+			ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+			break;
+		case PEND_FULL:
+			continue;
+		}
+		w->t0[w->nr] = t0;
+		w->t1[w->nr++] = now_ns();
+	}
+
+	__atomic_store_n(&sc.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+	elost = event_lost(rb.fd);
+	ring_drain(&rb, &t);
+	ring_drain(&ra, &t);
+	ring_drain(&rx, &t);
+	trace_index(&t);
+
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, &ty, NULL, in_window, w);
+	tally_print(variant->name, &ty, &t);
+	ksft_print_msg("%s: %llu system calls sampled, %d windows without a receiving buffer; samples read through the two holders: %llu, %llu; the event counts %lld lost\n",
+		       variant->name, (unsigned long long)sc.calls, w->nr,
+		       (unsigned long long)in_ra, (unsigned long long)in_rx,
+		       (long long)elost);
+
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(0, ty.wrong);
+	/*
+	 * Missing records: dropped with no buffer, or counted lost, in the
+	 * buffer or by the event (a buffer reports its losses only with its
+	 * next record)
+	 */
+	EXPECT_LE(0, elost);
+	EXPECT_LE(ty.unjoined_entries, t.lost > (uint64_t)elost ? t.lost : elost);
+	EXPECT_LT(50, ty.samples);
+	/* A full buffer may have had room for no record at all */
+	if (variant->kind == PEND_FULL)
+		EXPECT_LT(0, t.lost);
+	if (variant->kind != PEND_FULL)
+		EXPECT_LT(50, ty.joined);
+	EXPECT_EQ(variant->kind == PEND_FULL ? 0 :
+		  variant->kind == PEND_SET_OUTPUT ? 40 : 120, w->nr);
+	if (variant->kind == PEND_SET_OUTPUT) {
+		EXPECT_LT(0, in_ra);
+		EXPECT_LT(0, in_rx);
+	}
+
+	free(m.v);
+	trace_free(&t);
+	free(w);
+	if (variant->kind == PEND_SET_OUTPUT) {
+		close(rb.fd);
+		ring_close(&ra);
+		ring_close(&rx);
+	} else {
+		ring_close(&rb);
+	}
+}
+
+/* ---- Address-space churn ---- */
+
+/*
+ * A sampled thread runs code in copies of a library mapped into slots of
+ * a reserved region, and spins with made-up frames whose return address
+ * points into them, while another thread keeps changing the slots: a
+ * copy replaced by another one (MAP_FIXED; the code bytes are the same,
+ * so the sampled thread runs on across the change), unmapped, replaced
+ * by anonymous memory, moved to another slot (mremap) or partly made
+ * non-executable (mprotect, which splits the VMA).  Where it runs into a
+ * slot that is gone it takes SIGSEGV and carries on elsewhere.  Every
+ * copy is its own file with its own build-ID, and the churning thread
+ * logs, for each change, the time before and after the system call, the
+ * slot and what it holds now.
+ *
+ * The kernel looks the address up somewhen between the entry's first
+ * sample and the record.  So a slot address must resolve to a state the
+ * slot had during that time: the right copy's build-ID at the right file
+ * offset, anonymous memory, or (while the slot is a hole, which another
+ * mapping may take) anything but one of our copies.  A slot whose copy
+ * stayed all that time must resolve exactly: never unresolved.  Outside
+ * the slots (this program, libc, a copy no one touches) every address
+ * must resolve exactly against /proc/self/maps.
+ */
+#define CH_SLOTS	8
+#define CH_COPIES	6		/* churned files; one more stays put */
+#define CH_SLACK	200000		/* ns: our clock against perf's */
+#define CH_MAX_OPS	(1 << 16)
+#define CH_MAX_CAND	64
+
+enum ch_kind { CH_FILE, CH_ANON, CH_HOLE };
+enum ch_op_kind { OP_REPLACE, OP_UNMAP, OP_ANON, OP_MREMAP, OP_MPROTECT,
+		  OP_KINDS };
+
+struct ch_state {
+	enum ch_kind kind;
+	int copy;
+};
+
+struct ch_op {
+	uint64_t t0, t1;
+	int slot;
+	struct ch_state st;
+};
+
+struct churn {
+	char *region;
+	long page;
+	size_t stride, len;	/* slot spacing; length mapped in a slot */
+	uint64_t pgoff;		/* file offset mapped at a slot's start */
+	uint64_t spin_off;	/* bio_spin() from a slot's start */
+	int fd[CH_COPIES + 1];
+	char path[CH_COPIES + 1][64];
+	uint8_t bid[CH_COPIES + 1][MAX_BUILD_ID];
+	int bid_size;
+	struct ch_state cur[CH_SLOTS];
+	bool taken[CH_SLOTS];	/* a hole someone else mapped into */
+	bool split[CH_SLOTS];	/* mprotect()ed in part: two VMAs */
+	struct ch_op *ops;
+	int nr_ops;
+	uint64_t nr_kind[OP_KINDS], failed;
+	char fail_why[96];
+	int go, stop, done;	/* start; stop the churn; the sampled one ended */
+	pid_t sampled;
+	uint64_t runs, faults, fakes;
+	unsigned long (*stable)(unsigned long n);
+};
+
+static char *ch_slot(struct churn *ch, int j)
+{
+	return ch->region + j * ch->stride;
+}
+
+static void ch_failed(struct churn *ch, const char *what)
+{
+	if (!ch->failed++)
+		snprintf(ch->fail_why, sizeof(ch->fail_why), "%s: %s", what,
+			 strerror(errno));
+}
+
+static void ch_log(struct churn *ch, uint64_t t0, uint64_t t1, int slot,
+		   enum ch_kind kind, int copy)
+{
+	struct ch_op *op = &ch->ops[ch->nr_ops++];
+
+	op->t0 = t0;
+	op->t1 = t1;
+	op->slot = slot;
+	op->st.kind = kind;
+	op->st.copy = copy;
+	ch->cur[slot] = op->st;
+	ch->split[slot] = false;
+}
+
+/* Put copy @k into slot @j; into a hole only if no one took it */
+static int ch_map_file(struct churn *ch, int j, int k)
+{
+	int flags = MAP_PRIVATE | (ch->cur[j].kind == CH_HOLE ?
+				   MAP_FIXED_NOREPLACE : MAP_FIXED);
+	uint64_t t0 = now_ns();
+	void *p;
+
+	p = mmap(ch_slot(ch, j), ch->len, PROT_READ | PROT_EXEC, flags,
+		 ch->fd[k], ch->pgoff);
+	if (p == MAP_FAILED && errno == EEXIST) {
+		ch->taken[j] = true;
+		return 0;
+	}
+	if (p != ch_slot(ch, j))
+		return -1;
+	ch_log(ch, t0, now_ns(), j, CH_FILE, k);
+	return 0;
+}
+
+static void *ch_churner(void *arg)
+{
+	struct churn *ch = arg;
+	unsigned int seed = 2;
+
+	while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE) &&
+	       ch->nr_ops + 2 < CH_MAX_OPS) {
+		int j = rand_r(&seed) % CH_SLOTS, op = rand_r(&seed) % 10, m;
+		char *base = ch_slot(ch, j);
+		uint64_t t0 = now_ns();
+		int prot;
+
+		if (ch->taken[j])
+			continue;
+		if (op < 4) {
+			if (ch_map_file(ch, j, rand_r(&seed) % CH_COPIES))
+				ch_failed(ch, "mmap of a copy");
+			ch->nr_kind[OP_REPLACE]++;
+		} else if (op < 5 && ch->cur[j].kind != CH_HOLE) {
+			if (munmap(base, ch->len))
+				ch_failed(ch, "munmap");
+			else
+				ch_log(ch, t0, now_ns(), j, CH_HOLE, -1);
+			ch->nr_kind[OP_UNMAP]++;
+		} else if (op < 6 && ch->cur[j].kind != CH_HOLE) {
+			if (mmap(base, ch->len, PROT_READ, MAP_PRIVATE |
+				 MAP_ANONYMOUS | MAP_FIXED, -1, 0) != base)
+				ch_failed(ch, "anonymous mmap");
+			else
+				ch_log(ch, t0, now_ns(), j, CH_ANON, -1);
+			ch->nr_kind[OP_ANON]++;
+		} else if (op < 8 && ch->cur[j].kind != CH_HOLE &&
+			   !ch->split[j]) {
+			/*
+			 * Onto a slot of ours only: MREMAP_FIXED unmaps it.
+			 * Not from a split slot: mremap() fails on more than
+			 * one VMA, and has unmapped the target by then.
+			 */
+			m = (j + 1 + rand_r(&seed) % (CH_SLOTS - 1)) % CH_SLOTS;
+			if (ch->cur[m].kind == CH_HOLE || ch->taken[m])
+				continue;
+			if (mremap(base, ch->len, ch->len, MREMAP_MAYMOVE |
+				   MREMAP_FIXED, ch_slot(ch, m)) == MAP_FAILED) {
+				ch_failed(ch, "mremap");
+				continue;
+			}
+			ch_log(ch, t0, now_ns(), m, ch->cur[j].kind,
+			       ch->cur[j].copy);
+			ch_log(ch, t0, ch->ops[ch->nr_ops - 1].t1, j, CH_HOLE,
+			       -1);
+			ch->nr_kind[OP_MREMAP]++;
+		} else if (op >= 8 && ch->cur[j].kind == CH_FILE) {
+			/* The same file at the same offsets: no new state */
+			prot = rand_r(&seed) & 1 ? PROT_READ :
+						   PROT_READ | PROT_EXEC;
+			if (mprotect(base, ch->page, prot))
+				ch_failed(ch, "mprotect");
+			/* Merged again or not: take it as split */
+			ch->split[j] = true;
+			ch->nr_kind[OP_MPROTECT]++;
+		} else {
+			continue;
+		}
+		/* Under emulation each change holds mmap_lock a long while */
+		sleep_us(1000);
+	}
+	return NULL;
+}
+
+#ifdef __x86_64__
+/*
+ * System calls under a made-up frame: %rbp points at @frame, {0, return
+ * address}, so that the user call chain of every sample in them (perf's
+ * and the deferred unwinder's) holds that return address.  @frame must
+ * be in the caller's frame, above the stack pointer.
+ */
+static void fake_frame_syscalls(unsigned long n, uintptr_t *frame, void *buf,
+				unsigned long len)
+{
+	uintptr_t saved;
+
+	asm volatile("mov %%rbp, %[saved]\n\t"
+		     "mov %[frame], %%rbp\n"
+		     "1:\tmov %[nr], %%eax\n\t"
+		     "mov %[buf], %%rdi\n\t"
+		     "mov %[len], %%rsi\n\t"
+		     "mov %[flags], %%edx\n\t"
+		     "syscall\n\t"
+		     "dec %[n]\n\t"
+		     "jnz 1b\n\t"
+		     "mov %[saved], %%rbp"
+		     : [saved] "=&r" (saved), [n] "+r" (n)
+		     : [frame] "r" (frame), [buf] "r" (buf), [len] "r" (len),
+		       [nr] "i" (__NR_getrandom), [flags] "i" (GRND_INSECURE)
+		     : "rax", "rcx", "rdx", "rsi", "rdi", "r11", "memory", "cc");
+}
+#endif
+
+static __thread sigjmp_buf *ch_env;
+
+/* A fault of the sampled thread in a slot: carry on elsewhere */
+static void ch_fault(int sig, siginfo_t *si, void *uc)
+{
+	if (ch_env)
+		siglongjmp(*ch_env, 1);
+	/* Not ours: die of it on the way back */
+	signal(sig, SIG_DFL);
+}
+
+static void *ch_sampled(void *arg)
+{
+	struct churn *ch = arg;
+	static char buf[16384];
+	unsigned int seed = 1;
+	double until;
+	sigjmp_buf env;
+
+	__atomic_store_n(&ch->sampled, gettid_(), __ATOMIC_RELEASE);
+	/* Wait for the event, then work for a while of CPU time */
+	while (!__atomic_load_n(&ch->go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	until = cpu_seconds() + 1.5 * scale();
+	while (cpu_seconds() < until) {
+		int j = rand_r(&seed) % CH_SLOTS;
+		char *spin = ch_slot(ch, j) + ch->spin_off;
+
+		if (rand_r(&seed) & 1) {
+			unsigned long (*fn)(unsigned long n) = (void *)spin;
+
+			if (!sigsetjmp(env, 1)) {
+				ch_env = &env;
+				bio_sink += fn(20000);
+				ch->runs++;
+			} else {
+				ch->faults++;
+			}
+			ch_env = NULL;
+		} else {
+#ifdef __x86_64__
+			uintptr_t frame[2] = { 0, (uintptr_t)spin + 1 };
+
+			fake_frame_syscalls(2, frame, buf, sizeof(buf));
+#endif
+			ch->fakes++;
+		}
+		bio_sink += ch->stable(5000);
+	}
+	__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The states slot @j had at some time in [@a, @b], at most CH_MAX_CAND */
+static int ch_candidates(struct churn *ch, int j, uint64_t a, uint64_t b,
+			 struct ch_state *out)
+{
+	int i, last = -1, n = 0;
+
+	/* Each state holds from its op's start to the next op's end */
+	for (i = 0; i < ch->nr_ops; i++) {
+		if (ch->ops[i].slot != j)
+			continue;
+		if (last >= 0 && ch->ops[last].t0 <= b + CH_SLACK &&
+		    ch->ops[i].t1 + CH_SLACK >= a && n < CH_MAX_CAND)
+			out[n++] = ch->ops[last].st;
+		last = i;
+		if (ch->ops[i].t0 > b + CH_SLACK)
+			return n;
+	}
+	if (last >= 0 && ch->ops[last].t0 <= b + CH_SLACK && n < CH_MAX_CAND)
+		out[n++] = ch->ops[last].st;
+	return n;
+}
+
+struct ch_tally {
+	uint64_t addrs, exact, uncertain, stable_unresolved, unresolved;
+	uint64_t anon, foreign, wrong;
+	char first_wrong[200], first_stable_unresolved[200];
+};
+
+static void ch_wrong(struct ch_tally *ct, uint64_t a, const char *why,
+		     const struct bio_map *bm)
+{
+	if (ct->wrong++)
+		return;
+	snprintf(ct->first_wrong, sizeof(ct->first_wrong),
+		 "%#llx: %s (map %#llx-%#llx pgoff %#llx flags %#x)",
+		 (unsigned long long)a, why,
+		 (unsigned long long)(bm ? bm->start : 0),
+		 (unsigned long long)(bm ? bm->end : 0),
+		 (unsigned long long)(bm ? bm->pgoff : 0), bm ? bm->flags : 0);
+}
+
+/* Check the record's map @bm of slot address @a */
+static void ch_check(struct churn *ch, struct ch_tally *ct,
+		     const struct sample *s, int idx, const struct record *r,
+		     const struct bio_map *bm)
+{
+	uint64_t a = s->addrs[idx];
+	int j = (a - (uintptr_t)ch->region) / ch->stride, n, i, k = -1;
+	uint64_t base = (uintptr_t)ch_slot(ch, j), off = a - base;
+	struct ch_state cand[CH_MAX_CAND];
+	bool file_k = false, anon = false, hole = false;
+
+	ct->addrs++;
+	if (off >= ch->len) {
+		/* A guard page: reserved, never mapped by the churn */
+		if (bm && !(bm->flags & PERF_BIO_MAP_ANON))
+			ch_wrong(ct, a, "a file in a guard page", bm);
+		return;
+	}
+	n = ch_candidates(ch, j, r->first, r->time, cand);
+	if (bm) {
+		for (i = 0; i <= CH_COPIES && k < 0; i++)
+			if (bm->build_id_size == ch->bid_size &&
+			    !memcmp(bm->build_id, ch->bid[i], ch->bid_size))
+				k = i;
+	}
+	for (i = 0; i < n; i++) {
+		file_k |= cand[i].kind == CH_FILE && cand[i].copy == k;
+		anon |= cand[i].kind == CH_ANON;
+		hole |= cand[i].kind == CH_HOLE;
+	}
+	if (!bm) {
+		if (n == 1 && cand[0].kind == CH_FILE &&
+		    !(r->flags & PERF_BIO_F_TRUNCATED)) {
+			if (!ct->stable_unresolved++)
+				snprintf(ct->first_stable_unresolved,
+					 sizeof(ct->first_stable_unresolved),
+					 "%#llx, entry %d of %d of a %s-mode sample at %llu; record from %llu at %llu, %u maps, flags %#x; slot %d held copy %d",
+					 (unsigned long long)a,
+					 idx, s->nr,
+					 s->kernel ? "kernel" : "user",
+					 (unsigned long long)s->time,
+					 (unsigned long long)r->first,
+					 (unsigned long long)r->time, r->nr,
+					 r->flags, j, cand[0].copy);
+		} else {
+			ct->unresolved++;
+		}
+		return;
+	}
+	if (bm->start < base || bm->end > base + ch->len)
+		ch_wrong(ct, a, "map reaches out of the slot", bm);
+	else if (k >= 0 && !file_k)
+		ch_wrong(ct, a, "a copy the slot did not hold then", bm);
+	else if (k >= 0 && a - bm->start + bm->pgoff != ch->pgoff + off)
+		ch_wrong(ct, a, "file offset differs", bm);
+	else if (k < 0 && (bm->flags & PERF_BIO_MAP_ANON) && !anon && !hole)
+		ch_wrong(ct, a, "anonymous, but the slot held a file", bm);
+	else if (k < 0 && !(bm->flags & PERF_BIO_MAP_ANON) && !hole)
+		ch_wrong(ct, a, "a file that is none of ours", bm);
+	else if (k >= 0)
+		n == 1 ? ct->exact++ : ct->uncertain++;
+	else if (bm->flags & PERF_BIO_MAP_ANON)
+		ct->anon++;
+	else
+		ct->foreign++;
+}
+
+static int ch_setup(struct __test_metadata *_metadata, struct churn *ch)
+{
+	char src[PATH_MAX];
+	uint64_t off;
+	off_t at;
+	int fd, k, j;
+	void *p;
+
+	ch->page = sysconf(_SC_PAGESIZE);
+	ch->len = 2 * ch->page;
+	ch->stride = 4 * ch->page;
+	snprintf(src, sizeof(src), "%s/libbio_dl.so", self_dir());
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	off = elf_sym_offset(fd, "bio_spin");
+	ch->bid_size = elf_build_id(fd, ch->bid[0], &at);
+	close(fd);
+	ch->pgoff = off & ~(uint64_t)(ch->page - 1);
+	ch->spin_off = off - ch->pgoff;
+	/* The note must be apart from the code, which must fit a slot */
+	if (!off || !ch->pgoff || !ch->bid_size || ch->spin_off + 64 > ch->len)
+		return -ENOENT;
+
+	/* Copies with their own build-ID each: a byte of the note changed */
+	for (k = 0; k <= CH_COPIES; k++) {
+		uint8_t bid[MAX_BUILD_ID];
+
+		snprintf(ch->path[k], sizeof(ch->path[k]), "/tmp/bio_churn_%d_%d",
+			 getpid(), k);
+		if (copy_file(src, ch->path[k], 0600))
+			return -EIO;
+		ch->fd[k] = open(ch->path[k], O_RDWR | O_CLOEXEC);
+		if (ch->fd[k] < 0)
+			return -errno;
+		memcpy(bid, ch->bid[0], ch->bid_size);
+		bid[0] ^= 0xa5;
+		bid[1] = k;
+		if (pwrite(ch->fd[k], bid, ch->bid_size, at) != ch->bid_size ||
+		    elf_build_id(ch->fd[k], ch->bid[k], NULL) != ch->bid_size ||
+		    memcmp(ch->bid[k], bid, ch->bid_size))
+			return -EIO;
+	}
+
+	ch->ops = calloc(CH_MAX_OPS, sizeof(*ch->ops));
+	if (!ch->ops)
+		return -ENOMEM;
+	ch->region = mmap(NULL, CH_SLOTS * ch->stride, PROT_NONE, MAP_PRIVATE |
+			  MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ch->region == MAP_FAILED)
+		return -errno;
+	for (j = 0; j < CH_SLOTS; j++) {
+		ch->cur[j].kind = CH_ANON;	/* the reservation */
+		if (ch_map_file(ch, j, j % CH_COPIES))
+			return -errno;
+	}
+	p = mmap(NULL, ch->len, PROT_READ | PROT_EXEC, MAP_PRIVATE,
+		 ch->fd[CH_COPIES], ch->pgoff);
+	if (p == MAP_FAILED)
+		return -errno;
+	ch->stable = (void *)((char *)p + ch->spin_off);
+	return 0;
+}
+
+TEST(as_churn)
+{
+	struct sigaction sa = { .sa_sigaction = ch_fault,
+				.sa_flags = SA_SIGINFO | SA_NODEFER };
+	struct ch_tally ct = {};
+	struct perf_event_attr attr;
+	struct churn *ch;
+	struct trace t = {};
+	struct tally ty = {};
+	pthread_t sampled, churner;
+	struct ring rb;
+	struct maps m;
+	uint64_t until, in_signal = 0;
+	const char *why;
+	int i, k, err;
+
+#ifndef __x86_64__
+	SKIP(return, "the made-up frames are x86-64 code");
+#endif
+	if (bio_missing(_metadata))
+		return;
+	ch = calloc(1, sizeof(*ch));
+	ASSERT_NE(NULL, ch);
+	err = ch_setup(_metadata, ch);
+	ASSERT_EQ(0, err) TH_LOG("set-up: %s", strerror(-err));
+	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
+	ASSERT_EQ(0, sigaction(SIGBUS, &sa, NULL));
+
+	ASSERT_EQ(0, pthread_create(&sampled, NULL, ch_sampled, ch));
+	while (!__atomic_load_n(&ch->sampled, __ATOMIC_ACQUIRE))
+		sched_yield();
+	bio_attr(&attr, 200000);
+	ASSERT_EQ(0, ring_open(&rb, &attr, ch->sampled, -1, RING_PAGES));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	ASSERT_EQ(0, pthread_create(&churner, NULL, ch_churner, ch));
+	__atomic_store_n(&ch->go, 1, __ATOMIC_RELEASE);
+
+	/* Until the sampled thread has had its CPU time */
+	for (until = now_ns() + 60000000000ULL; now_ns() < until &&
+	     !__atomic_load_n(&ch->done, __ATOMIC_ACQUIRE);) {
+		ring_drain(&rb, &t);
+		sleep_us(10000);
+	}
+	pthread_join(sampled, NULL);
+	__atomic_store_n(&ch->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(churner, NULL);
+	ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+	ring_drain(&rb, &t);
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGBUS, SIG_DFL);
+	trace_index(&t);
+
+	/* Outside the slots nothing changed: the maps now are the truth */
+	maps_read(&m, "/proc/self/maps");
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r = s->cookie ? find_record(&t, s->tid,
+							   s->cookie) : NULL;
+
+		if (r && s->time < r->first)
+			r->first = s->time;
+	}
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+		struct record *r;
+
+		/*
+		 * On the way out to the SIGSEGV handler: the record of the
+		 * entry may not cover the handler (signal_entry checks that)
+		 */
+		if (s->nr && s->addrs[0] == (uintptr_t)ch_fault) {
+			in_signal++;
+			continue;
+		}
+		ty.samples++;
+		if (!s->cookie) {
+			ty.zero_cookie++;
+			continue;
+		}
+		r = find_record(&t, s->tid, s->cookie);
+		if (!r) {
+			if (last_entry(&t, s))
+				ty.at_stop++;
+			else
+				ty.unjoined++;
+			continue;
+		}
+		ty.joined++;
+		if (r->flags & PERF_BIO_F_MM_CHANGED)
+			continue;
+		for (k = 0; k < s->nr; k++) {
+			uint64_t a = s->addrs[k];
+			const struct bio_map *bm = rec_find(r, a);
+
+			if (a >= (uintptr_t)ch->region &&
+			    a < (uintptr_t)ch->region + CH_SLOTS * ch->stride) {
+				ch_check(ch, &ct, s, k, r, bm);
+				continue;
+			}
+			enum verdict v = truth_verdict(&m, a, bm, &why);
+
+			tally_addr(&ty, v, a, bm, why);
+		}
+	}
+	tally_print("as_churn: outside the slots", &ty, &t);
+	ksft_print_msg("as_churn: %llu samples taken in signal delivery, set aside\n",
+		       (unsigned long long)in_signal);
+	ksft_print_msg("as_churn: %d changes logged (%llu replace, %llu unmap, %llu anon, %llu mremap, %llu mprotect, %llu failed); sampled thread: %llu runs in a slot, %llu faults, %llu made-up frames\n",
+		       ch->nr_ops, (unsigned long long)ch->nr_kind[OP_REPLACE],
+		       (unsigned long long)ch->nr_kind[OP_UNMAP],
+		       (unsigned long long)ch->nr_kind[OP_ANON],
+		       (unsigned long long)ch->nr_kind[OP_MREMAP],
+		       (unsigned long long)ch->nr_kind[OP_MPROTECT],
+		       (unsigned long long)ch->failed,
+		       (unsigned long long)ch->runs,
+		       (unsigned long long)ch->faults,
+		       (unsigned long long)ch->fakes);
+	ksft_print_msg("as_churn: %llu slot addresses: %llu exact while the copy stayed, %llu right across a change, %llu anonymous, %llu another mapping in a hole, %llu unresolved across a change, %llu unresolved though the copy stayed, %llu wrong\n",
+		       (unsigned long long)ct.addrs,
+		       (unsigned long long)ct.exact,
+		       (unsigned long long)ct.uncertain,
+		       (unsigned long long)ct.anon,
+		       (unsigned long long)ct.foreign,
+		       (unsigned long long)ct.unresolved,
+		       (unsigned long long)ct.stable_unresolved,
+		       (unsigned long long)ct.wrong);
+	if (ct.wrong)
+		ksft_print_msg("as_churn: first wrong slot address: %s\n",
+			       ct.first_wrong);
+	if (ct.stable_unresolved)
+		ksft_print_msg("as_churn: first unresolved slot address whose copy stayed: %s\n",
+			       ct.first_stable_unresolved);
+	if (ch->failed)
+		ksft_print_msg("as_churn: first failed change: %s\n",
+			       ch->fail_why);
+
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(0, t.lost);
+	EXPECT_EQ(0, ty.unjoined);
+	EXPECT_EQ(0, ty.wrong);
+	EXPECT_EQ(0, ct.wrong);
+	EXPECT_EQ(0, ct.stable_unresolved);
+	EXPECT_EQ(0, ch->failed);
+	EXPECT_LT(20, ct.exact);
+	EXPECT_LT(0, ch->nr_kind[OP_REPLACE]);
+	EXPECT_LT(0, ch->nr_kind[OP_UNMAP]);
+	EXPECT_LT(0, ch->nr_kind[OP_MREMAP]);
+	EXPECT_LT(0, ch->nr_kind[OP_MPROTECT]);
+	/* What never moved resolves, as in build_id_offset */
+	EXPECT_GE(ty.resolved * 1000, (ty.resolved + ty.unresolved) * 999);
+
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+	for (k = 0; k <= CH_COPIES; k++) {
+		close(ch->fd[k]);
+		unlink(ch->path[k]);
+	}
+	munmap(ch->region, CH_SLOTS * ch->stride);
+	free(ch->ops);
+	free(ch);
+}
+
+/* ---- Tasks that never get work: kernel threads, io_uring workers ---- */
+
+/*
+ * System-wide sampling (an event per CPU, receiving the records of every
+ * task that runs there) while an io_uring instance keeps its kernel-side
+ * threads busy: an SQPOLL thread (iou-sqp-*) polling the submission
+ * queue and io-wq workers (iou-wrk-*) doing reads forced to them with
+ * IOSQE_ASYNC.  Those threads have the ring owner's mm but never return
+ * to user space, and kernel threads have none: their samples must carry
+ * cookie 0 and no record may name them.  Raw system calls, no liburing.
+ */
+struct uring {
+	int fd;
+	unsigned int *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
+	unsigned int *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	void *sq_map, *cq_map;
+	size_t sq_len, cq_len, sqe_len;
+	unsigned int pending;
+};
+
+static int uring_setup(struct uring *u, unsigned int entries)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SQPOLL,
+		.sq_thread_idle = 1000,
+	};
+
+	memset(u, 0, sizeof(*u));
+	u->fd = syscall(__NR_io_uring_setup, entries, &p);
+	if (u->fd < 0)
+		return -errno;
+	u->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	u->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	u->sqe_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	u->sq_map = mmap(NULL, u->sq_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQ_RING);
+	u->cq_map = mmap(NULL, u->cq_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_CQ_RING);
+	u->sqes = mmap(NULL, u->sqe_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+	if (u->sq_map == MAP_FAILED || u->cq_map == MAP_FAILED ||
+	    u->sqes == MAP_FAILED)
+		return -errno;
+	u->sq_head = u->sq_map + p.sq_off.head;
+	u->sq_tail = u->sq_map + p.sq_off.tail;
+	u->sq_mask = u->sq_map + p.sq_off.ring_mask;
+	u->sq_array = u->sq_map + p.sq_off.array;
+	u->sq_flags = u->sq_map + p.sq_off.flags;
+	u->cq_head = u->cq_map + p.cq_off.head;
+	u->cq_tail = u->cq_map + p.cq_off.tail;
+	u->cq_mask = u->cq_map + p.cq_off.ring_mask;
+	u->cqes = u->cq_map + p.cq_off.cqes;
+	return 0;
+}
+
+static void uring_close(struct uring *u)
+{
+	munmap(u->sqes, u->sqe_len);
+	munmap(u->cq_map, u->cq_len);
+	munmap(u->sq_map, u->sq_len);
+	close(u->fd);
+}
+
+/* Queue a read of @len bytes at @off of @fd, handed to an io-wq worker */
+static void uring_read(struct uring *u, int fd, void *buf, unsigned int len,
+		       uint64_t off)
+{
+	unsigned int tail = *u->sq_tail, idx = tail & *u->sq_mask;
+	struct io_uring_sqe *sqe = &u->sqes[idx];
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_READ;
+	sqe->flags = IOSQE_ASYNC;
+	sqe->fd = fd;
+	sqe->addr = (uintptr_t)buf;
+	sqe->len = len;
+	sqe->off = off;
+	u->sq_array[idx] = idx;
+	__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	u->pending++;
+}
+
+/* Wake the SQPOLL thread if it sleeps, wait for everything queued */
+static int uring_wait(struct uring *u, uint64_t *bytes)
+{
+	unsigned int flags = IORING_ENTER_GETEVENTS;
+	int errors = 0;
+
+	if (__atomic_load_n(u->sq_flags, __ATOMIC_ACQUIRE) &
+	    IORING_SQ_NEED_WAKEUP)
+		flags |= IORING_ENTER_SQ_WAKEUP;
+	while (u->pending) {
+		unsigned int head = *u->cq_head;
+
+		if (head == __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE)) {
+			if (syscall(__NR_io_uring_enter, u->fd, 0, 1, flags,
+				    NULL, 0) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		if (u->cqes[head & *u->cq_mask].res < 0)
+			errors++;
+		else
+			*bytes += u->cqes[head & *u->cq_mask].res;
+		__atomic_store_n(u->cq_head, head + 1, __ATOMIC_RELEASE);
+		u->pending--;
+	}
+	return errors ? -EIO : 0;
+}
+
+/* Note the io_uring threads of this process (they come and go) */
+static void note_io_threads(pid_t *tids, int *nr, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[96];
+	int i;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+		bool known = false;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		if (!(stat_flags(path) & (PF_USER_WORKER_ | PF_IO_WORKER_)))
+			continue;
+		for (i = 0; i < *nr; i++)
+			known |= tids[i] == tid;
+		if (!known && *nr < max)
+			tids[(*nr)++] = tid;
+	}
+	closedir(d);
+}
+
+static bool tid_in(pid_t tid, const pid_t *tids, int nr)
+{
+	int i;
+
+	for (i = 0; i < nr; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
+}
+
+TEST(kthreads_iouring)
+{
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), i, fd, err, nr_io = 0;
+	uint64_t io_samples = 0, io_cookies = 0, io_records = 0, bytes = 0;
+	uint64_t k_samples = 0, k_cookies = 0, k_records = 0, batches = 0;
+	uint64_t own = 0, own_unjoined = 0, until;
+	char tmp[] = "/tmp/bio_uring_XXXXXX";
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct uring u;
+	struct ring *rb;
+	pid_t io_tids[256];
+	char *buf;
+
+	if (bio_missing(_metadata))
+		return;
+	if (nr_cpus > 8)
+		nr_cpus = 8;
+	fd = mkstemp(tmp);
+	ASSERT_LE(0, fd);
+	unlink(tmp);
+	ASSERT_EQ(0, ftruncate(fd, 4 << 20));
+	buf = malloc(8 << 17);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, 8 << 17);
+	ASSERT_EQ(8 << 17, pwrite(fd, buf, 8 << 17, 0));
+
+	/* The sysctl is there when the kernel has io_uring */
+	err = read_int("/proc/sys/kernel/io_uring_disabled");
+	if (err == INT_MIN)
+		SKIP(return, "this kernel has no io_uring");
+	if (err)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled %d)",
+		     err);
+	err = uring_setup(&u, 16);
+	ASSERT_EQ(0, err) TH_LOG("io_uring: %s", strerror(-err));
+
+	rb = calloc(nr_cpus, sizeof(*rb));
+	bio_attr(&attr, 200000);
+	for (i = 0; i < nr_cpus; i++)
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i, RING_PAGES));
+	for (i = 0; i < nr_cpus; i++)
+		ASSERT_EQ(0, ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0));
+
+	for (until = now_ns() + 2000000000ULL; now_ns() < until; batches++) {
+		for (i = 0; i < 8; i++)
+			uring_read(&u, fd, buf + (i << 17), 1 << 17,
+				   (uint64_t)((batches * 8 + i) % 32) << 17);
+		ASSERT_EQ(0, uring_wait(&u, &bytes));
+		note_io_threads(io_tids, &nr_io, 256);
+		for (i = 0; i < nr_cpus; i++)
+			ring_drain(&rb[i], &t);
+	}
+	note_io_threads(io_tids, &nr_io, 256);
+	for (i = 0; i < nr_cpus; i++) {
+		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		ring_drain(&rb[i], &t);
+	}
+	trace_index(&t);
+
+	for (i = 0; i < t.nr_s; i++) {
+		struct sample *s = &t.s[i];
+
+		if ((pid_t)s->pid == getpid() &&
+		    tid_in(s->tid, io_tids, nr_io)) {
+			io_samples++;
+			io_cookies += !!s->cookie;
+		} else if (is_kthread(s->pid)) {
+			k_samples++;
+			k_cookies += !!s->cookie;
+		} else if ((pid_t)s->tid == gettid_() && s->cookie) {
+			/* The records of user tasks go on arriving */
+			own++;
+			/* Counted once per entry (at its first sample) */
+			own_unjoined += s->first == s->time &&
+					!find_record(&t, s->tid, s->cookie) &&
+					!last_entry(&t, s);
+		}
+	}
+	for (i = 0; i < t.nr_r; i++) {
+		io_records += (pid_t)t.r[i].pid == getpid() &&
+			      tid_in(t.r[i].tid, io_tids, nr_io);
+		k_records += is_kthread(t.r[i].pid);
+	}
+	ksft_print_msg("kthreads_iouring: %llu batches of 8 reads (%llu MiB), %d io_uring threads seen; %d samples, %d records (%d duplicate), %llu lost, %d bad\n",
+		       (unsigned long long)batches,
+		       (unsigned long long)(bytes >> 20), nr_io, t.nr_s,
+		       t.nr_r, t.dup_records, (unsigned long long)t.lost,
+		       t.bad_records);
+	ksft_print_msg("kthreads_iouring: io_uring threads: %llu samples, %llu with a cookie, %llu records; kernel threads: %llu samples, %llu with a cookie, %llu records; this thread: %llu samples with a cookie, %llu entries without record\n",
+		       (unsigned long long)io_samples,
+		       (unsigned long long)io_cookies,
+		       (unsigned long long)io_records,
+		       (unsigned long long)k_samples,
+		       (unsigned long long)k_cookies,
+		       (unsigned long long)k_records,
+		       (unsigned long long)own,
+		       (unsigned long long)own_unjoined);
+
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(0, io_cookies);
+	EXPECT_EQ(0, io_records);
+	EXPECT_EQ(0, k_cookies);
+	EXPECT_EQ(0, k_records);
+	EXPECT_LT(0, nr_io);
+	EXPECT_LT(20, io_samples);
+	EXPECT_LT(0, k_samples);
+	EXPECT_LT(0, own);
+	EXPECT_LE(own_unjoined, t.lost);
+
+	for (i = 0; i < nr_cpus; i++)
+		ring_close(&rb[i]);
+	free(rb);
+	uring_close(&u);
+	free(buf);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
