@@ -115,12 +115,14 @@ bench: build bench-tools
 		sed '1d;$$d' >$(BUILD)/bench/results.md
 	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
 		grep '^DATA startup' >$(BUILD)/bench/startup.dat || true
-	@gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
-		$(BUILD)/bench/startup.png
+	@if [ -s $(BUILD)/bench/startup.dat ]; then \
+		gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
+			$(BUILD)/bench/startup.png; fi
 	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
 		grep '^DATA overhead' >$(BUILD)/bench/overhead.dat || true
-	@gnuplot -c harness/bench/overhead.gp $(BUILD)/bench/overhead.dat \
-		$(BUILD)/bench/overhead.png
+	@if [ -s $(BUILD)/bench/overhead.dat ]; then \
+		gnuplot -c harness/bench/overhead.gp $(BUILD)/bench/overhead.dat \
+			$(BUILD)/bench/overhead.png; fi
 	@cat $(BUILD)/bench/results.md
 	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png,overhead.png}"
 

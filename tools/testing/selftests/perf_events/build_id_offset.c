@@ -1128,7 +1128,12 @@ TEST(resolve_self)
 		       (unsigned long long)kernel_mode);
 
 	expect_exact(_metadata, &t, &ty, 100, false, 999);
-	EXPECT_EQ(0, ty.zero_cookie);
+	/*
+	 * Every sample gets a cookie, but for one taken after its entry's
+	 * record was written from user registers that changed since (a system
+	 * call restarted after a signal): at most 1 in 1000.
+	 */
+	EXPECT_LE(ty.zero_cookie * 1000, ty.samples);
 	EXPECT_LT(0, in_lib);
 	EXPECT_LT(0, in_jit);
 	EXPECT_LT(0, kernel_mode);
