@@ -75,13 +75,24 @@ trinity)
 	old=$(cat /proc/sys/kernel/perf_event_paranoid)
 	echo -1 >/proc/sys/kernel/perf_event_paranoid
 	chown nobody "$w"
-	# --dangerous: root is needed to drop to nobody; -c: only these
+	# As nobody (trinity runs as root only with --dangerous); -c: only these
 	timeout -s KILL $((secs + 30)) setpriv --reuid=65534 --regid=65534 \
-		--clear-groups trinity -q -C 2 --dangerous -c perf_event_open \
+		--clear-groups trinity -q -C 2 --disable-fds=sockets -c perf_event_open \
 		-c ioctl -c mmap -c munmap -c read -c close -c fcntl \
 		-c prctl -N 1000000000 >trinity.out 2>&1 &
 	t=$!
-	sleep "$secs"
+	for _ in $(seq "$secs"); do
+		sleep 1
+		kill -0 $t 2>/dev/null || break
+	done
+	if ! kill -0 $t 2>/dev/null; then
+		wait $t
+		st=$?
+		echo "$old" >/proc/sys/kernel/perf_event_paranoid
+		echo "stress trinity: trinity ended before $secs s (status $st):"
+		tail -n 20 trinity.out
+		exit 1
+	fi
 	kill -INT $t 2>/dev/null
 	wait $t
 	echo "$old" >/proc/sys/kernel/perf_event_paranoid
