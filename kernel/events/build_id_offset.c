@@ -280,6 +280,19 @@ static bool perf_bio_covers_branches(const struct perf_bio_table *tab,
 }
 
 /*
+ * Does @tab still describe current as the table was made: same address
+ * space and program, no receiver started since (@gen), not expired?  Not
+ * checked here: mm_lock_seq, which the caller compares.
+ */
+static bool perf_bio_table_fresh(const struct perf_bio_table *tab,
+				 unsigned long gen)
+{
+	return tab->mm == current->mm &&
+	       tab->exec_id == READ_ONCE(current->self_exec_id) &&
+	       tab->gen == gen && ktime_get_mono_fast_ns() <= tab->expires;
+}
+
+/*
  * The cookie of the task's last record if that record can stand for
  * this sample, else 0.  It can when nothing it says may have changed: same
  * program, no VMA changed since its maps were looked up (mm_lock_seq), no
@@ -312,10 +325,8 @@ static u64 perf_bio_reuse(struct perf_bio_task *bt,
 		return 0;
 	barrier();
 
-	if (tab->mm != mm || tab->exec_id != READ_ONCE(current->self_exec_id) ||
-	    tab->gen != atomic_long_read(&perf_bio_gen) ||
-	    !perf_bio_mm_seq(mm, &seq) || seq != tab->mm_seq ||
-	    ktime_get_mono_fast_ns() > tab->expires)
+	if (!perf_bio_table_fresh(tab, atomic_long_read(&perf_bio_gen)) ||
+	    !perf_bio_mm_seq(mm, &seq) || seq != tab->mm_seq)
 		return 0;
 
 	if (!perf_bio_table_covers(tab, instruction_pointer(task_pt_regs(current))))
@@ -983,10 +994,7 @@ static bool perf_bio_table_ok(const struct perf_bio_resolve *res)
 static bool perf_bio_table_retire(struct perf_bio_table *tab,
 				  unsigned long gen)
 {
-	bool live = READ_ONCE(tab->cookie) && tab->mm == current->mm &&
-		    tab->exec_id == current->self_exec_id &&
-		    tab->gen == gen &&
-		    ktime_get_mono_fast_ns() <= tab->expires;
+	bool live = READ_ONCE(tab->cookie) && perf_bio_table_fresh(tab, gen);
 
 	WRITE_ONCE(tab->cookie, 0);
 	barrier();
