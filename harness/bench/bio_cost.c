@@ -284,6 +284,32 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Every mode @reps times over @n objects, interleaved so that drift hits
+ * every mode alike
+ */
+static int run_modes(int n, struct run runs[NR_MODES][MAX_REPS])
+{
+	int i, m;
+
+	for (i = 0; i < reps; i++)
+		for (m = 0; m < NR_MODES; m++)
+			if (one_run(m, n, &runs[m][i]))
+				return -1;
+	return 0;
+}
+
+/* The CPU times of @runs, sorted into @cpu; returns their median */
+static double cpu_median(const struct run *runs, double *cpu)
+{
+	int i;
+
+	for (i = 0; i < reps; i++)
+		cpu[i] = runs[i].cpu;
+	qsort(cpu, reps, sizeof(*cpu), cmp_double);
+	return cpu[reps / 2];
+}
+
 /* Copies of @lib under a fresh directory: @n distinct files */
 static int load_libs(const char *lib, int n)
 {
@@ -319,7 +345,7 @@ int main(int argc, char **argv)
 	};
 	struct run runs[NR_MODES][MAX_REPS], bytes[2][NR_MODES];
 	double cpu[MAX_REPS], med[NR_MODES];
-	int opt, l, m, i, timed, data_only = 0;
+	int opt, l, m, timed, data_only = 0;
 
 	while ((opt = getopt(argc, argv, "dr:n:p:k:")) != -1) {
 		switch (opt) {
@@ -351,16 +377,10 @@ int main(int argc, char **argv)
 	timed = !dbg_write(DBG "timing", "1");
 
 	if (data_only) {
-		for (i = 0; i < reps; i++)
-			for (m = 0; m < NR_MODES; m++)
-				if (one_run(m, 1, &runs[m][i]))
-					return 1;
-		for (m = 0; m < NR_MODES; m++) {
-			for (i = 0; i < reps; i++)
-				cpu[i] = runs[m][i].cpu;
-			qsort(cpu, reps, sizeof(*cpu), cmp_double);
-			med[m] = cpu[reps / 2];
-		}
+		if (run_modes(1, runs))
+			return 1;
+		for (m = 0; m < NR_MODES; m++)
+			med[m] = cpu_median(runs[m], cpu);
 		printf("DATA overhead %.0f %.1f %.1f %.1f\n", 1e9 / period,
 		       100 * (med[M_G] / med[M_NONE] - 1),
 		       100 * (med[M_RX] / med[M_NONE] - 1),
@@ -375,19 +395,13 @@ int main(int argc, char **argv)
 	for (l = 0; l < 2; l++) {
 		int n = loads[l].n ? loads[l].n : nr_libs;
 
-		/* Interleaved, so that drift hits every mode alike */
-		for (i = 0; i < reps; i++)
-			for (m = 0; m < NR_MODES; m++)
-				if (one_run(m, n, &runs[m][i]))
-					return 1;
+		if (run_modes(n, runs))
+			return 1;
 		for (m = 0; m < NR_MODES; m++) {
 			struct run *r = &runs[m][reps / 2];
 
 			bytes[l][m] = *r;
-			for (i = 0; i < reps; i++)
-				cpu[i] = runs[m][i].cpu;
-			qsort(cpu, reps, sizeof(*cpu), cmp_double);
-			med[m] = cpu[reps / 2];
+			med[m] = cpu_median(runs[m], cpu);
 			printf("| %s | %s | %.3f | %.3f-%.3f | %+.1f%% | %llu | %llu | %llu |",
 			       loads[l].name, mode_name[m], med[m], cpu[0],
 			       cpu[reps - 1], 100 * (med[m] / med[M_NONE] - 1),

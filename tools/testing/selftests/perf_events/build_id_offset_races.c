@@ -1707,6 +1707,21 @@ static bool before_time(const struct sample *s, void *arg)
 	return s->time < *(uint64_t *)arg;
 }
 
+/* Each record's first: the time of the first sample that names it */
+static void records_first(struct trace *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i];
+		struct record *r = s->cookie ? find_record(t, s->tid,
+							   s->cookie) : NULL;
+
+		if (r && s->time < r->first)
+			r->first = s->time;
+	}
+}
+
 /* The reader, as uid 65534: sample the child through its exec, check */
 static void exec_reader(FIXTURE_DATA(exec) *self,
 			const FIXTURE_VARIANT(exec) *variant,
@@ -1833,14 +1848,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 		res->helper_samples += in_helper;
 	}
 
-	for (i = 0; i < t.nr_s; i++) {
-		struct sample *s = &t.s[i];
-		struct record *r = s->cookie ? find_record(&t, s->tid,
-							   s->cookie) : NULL;
-
-		if (r && s->time < r->first)
-			r->first = s->time;
-	}
+	records_first(&t);
 	/* MM_CHANGED exactly when the record's entry saw an exec */
 	for (i = 0; i < t.nr_r; i++) {
 		struct record *r = &t.r[i];
@@ -3051,14 +3059,7 @@ TEST(as_churn)
 
 	/* Outside the slots nothing changed: the maps now are the truth */
 	maps_read(&m, "/proc/self/maps");
-	for (i = 0; i < t.nr_s; i++) {
-		struct sample *s = &t.s[i];
-		struct record *r = s->cookie ? find_record(&t, s->tid,
-							   s->cookie) : NULL;
-
-		if (r && s->time < r->first)
-			r->first = s->time;
-	}
+	records_first(&t);
 	for (i = 0; i < t.nr_s; i++) {
 		struct sample *s = &t.s[i];
 		struct record *r;
