@@ -13,6 +13,8 @@ struct perf_bio_stash;
  *		current only
  * @exec_id:	self_exec_id of the task at the first such sample of the
  *		kernel entry named by @cookie
+ * @entry_ip:	user IP of the task at that sample, where the entry left
+ *		user space
  * @done:	cookie whose record has been built: later samples of that
  *		entry add nothing to @stash
  * @missed:	cookie of an entry in which a sample had addresses to keep
@@ -28,6 +30,7 @@ struct perf_bio_stash;
 struct perf_bio_task {
 	u64			cookie;
 	u64			exec_id;
+	unsigned long		entry_ip;
 	u64			done;
 	u64			missed;
 	struct perf_bio_stash	*stash;

@@ -353,8 +353,10 @@ static u64 perf_bio_reuse(struct perf_bio_task *bt,
  * perf_bio_reuse()).  Otherwise asks for the deferred work of the current
  * kernel entry and keeps the user addresses of the sample that the
  * deferred work will not see in the task's own registers and stack: a
- * precise IP and the branch stack.  The cookie is 0 when no record will
- * cover the sample: for another task than current (as for user
+ * precise IP and the branch stack.  The user IP at which the entry left
+ * user space is noted too, in case the registers change before the work
+ * runs (see perf_bio_unwind_callback()).  The cookie is 0 when no record
+ * will cover the sample: for another task than current (as for user
  * callchains), kernel threads, io workers, exiting tasks, tasks without
  * user registers.
  *
@@ -406,11 +408,14 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 
 	/*
 	 * The first sample of an entry notes which program ran, so that
-	 * the deferred work can tell whether an exec came in between.  A
-	 * nested sample of the same entry writes the same values.
+	 * the deferred work can tell whether an exec came in between, and
+	 * where the entry left user space.  A nested sample of the same
+	 * entry writes the same values.
 	 */
 	if (READ_ONCE(bt->cookie) != cookie) {
 		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
+		WRITE_ONCE(bt->entry_ip,
+			   instruction_pointer(task_pt_regs(current)));
 		WRITE_ONCE(bt->cookie, cookie);
 	}
 
@@ -1054,7 +1059,7 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 		WRITE_ONCE(bt->stash->done_ip,
 			   instruction_pointer(task_pt_regs(current)));
 
-	nr = 1 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
+	nr = 2 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
 	if (perf_bio_alloc(&res, nr)) {
 		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
 		perf_bio_emit(cookie, res.flags | PERF_BIO_F_TRUNCATED, NULL, 0);
@@ -1063,6 +1068,15 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 
 	/* The user IP even if the walk failed (it starts there otherwise) */
 	res.addrs[res.nr_addrs++] = instruction_pointer(task_pt_regs(current));
+	/*
+	 * And the one the entry's samples saw, where something rewrote the
+	 * registers since: a signal frame set up after the work was asked
+	 * for (the work then runs after setup_rt_frame() and walks from the
+	 * handler), rt_sigreturn() restoring the interrupted registers.
+	 * Their callers are on both walks; that IP is only here.
+	 */
+	if (READ_ONCE(bt->cookie) == cookie && bt->entry_ip != res.addrs[0])
+		res.addrs[res.nr_addrs++] = bt->entry_ip;
 	if (trace->nr)
 		memcpy(res.addrs + res.nr_addrs, trace->entries,
 		       trace->nr * sizeof(*res.addrs));
