@@ -57,6 +57,7 @@
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/percpu.h>
+#include <linux/perf_build_id_offset.h>
 #include <linux/perf_event.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
@@ -681,7 +682,13 @@ static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
  * @key: receives the key
  * @file: the file
  *
- * Identity: device, inode number and generation.  Version: size, mtime,
+ * Identity: superblock, inode number and generation.  Not the device
+ * number: anonymous ones (FUSE, NFS, overlayfs) and loop devices come
+ * back for the next mount at once, and two images can hold different
+ * files with the same inode number, size and times (reproducible builds
+ * set the times).  A superblock cannot be mistaken for a later one at the
+ * same address: perf_bio_forget_sb() drops its entries before it is
+ * freed.  Version: size, mtime,
  * ctime and, where the filesystem keeps one, i_version.  A cache entry is
  * used only while all of them still match, so any write, truncate or
  * attribute change through the VFS makes it miss: write() and truncate()
@@ -699,7 +706,7 @@ VISIBLE_IF_KUNIT void perf_bio_key_init(struct perf_bio_key *key,
 	struct inode *inode = file_inode(file);
 
 	memset(key, 0, sizeof(*key));
-	key->dev = inode->i_sb->s_dev;
+	key->sb = inode->i_sb;
 	key->ino = inode->i_ino;
 	key->generation = inode->i_generation;
 	/* Marks it queried, so that the next change increments it */
@@ -713,7 +720,7 @@ VISIBLE_IF_KUNIT void perf_bio_key_init(struct perf_bio_key *key,
 static bool perf_bio_same_file(const struct perf_bio_key *a,
 			       const struct perf_bio_key *b)
 {
-	return a->dev == b->dev && a->ino == b->ino &&
+	return a->sb == b->sb && a->ino == b->ino &&
 	       a->generation == b->generation;
 }
 
@@ -727,8 +734,9 @@ static bool perf_bio_same_version(const struct perf_bio_key *a,
 
 static struct perf_bio_cache_set *perf_bio_cache_set(const struct perf_bio_key *key)
 {
-	u64 h = key->ino ^ ((u64)key->dev << 32) ^ key->generation;
+	u64 h = key->ino ^ ((u64)key->generation << 32);
 
+	h ^= (unsigned long)key->sb;
 	return &perf_bio_cache[hash_64(h, ilog2(PERF_BIO_CACHE_SETS))];
 }
 
@@ -780,6 +788,33 @@ static void perf_bio_cache_store(const struct perf_bio_key *key,
 	memcpy(victim->build_id, map->build_id, sizeof(victim->build_id));
 	victim->valid = true;
 	spin_unlock(&set->lock);
+}
+
+/**
+ * perf_bio_forget_sb - drop the cached build-IDs of a superblock
+ * @sb: the superblock, being shut down
+ *
+ * From generic_shutdown_super(): no file of @sb is open any more, so no
+ * record that could store an entry for it is being built.  Afterwards
+ * nothing in the cache names @sb, and a superblock allocated later at the
+ * same address starts with no entries.
+ *
+ * Context: task context, may take the cache's spinlocks.
+ */
+void perf_bio_forget_sb(struct super_block *sb)
+{
+	struct perf_bio_cache_entry *e;
+	unsigned int i;
+
+	for (i = 0; i < PERF_BIO_CACHE_SETS; i++) {
+		struct perf_bio_cache_set *set = &perf_bio_cache[i];
+
+		spin_lock(&set->lock);
+		for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++)
+			if (e->key.sb == sb)
+				e->valid = false;
+		spin_unlock(&set->lock);
+	}
 }
 
 /*

@@ -172,12 +172,12 @@ struct perf_bio_resolve {
  * See perf_bio_key_init().
  */
 struct perf_bio_key {
+	const struct super_block *sb;
 	u64			ino;
 	u64			version;
 	loff_t			size;
 	struct timespec64	mtime;
 	struct timespec64	ctime;
-	dev_t			dev;
 	u32			generation;
 };
 

@@ -39,6 +39,7 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/overflow.h>
+#include <linux/perf_build_id_offset.h>
 #include <linux/perf_event.h>
 #include <linux/sched/mm.h>
 #include <linux/shmem_fs.h>
@@ -524,6 +525,11 @@ static void bio_cache(struct kunit *test)
 	memset(&map, 0, sizeof(map));
 	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+
+	/* The entries of a superblock being shut down go with it */
+	perf_bio_forget_sb(file_inode(file)->i_sb);
+	memset(&map, 0, sizeof(map));
+	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
 }
 
 static void bio_no_build_id(struct kunit *test)
