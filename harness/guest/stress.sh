@@ -76,12 +76,16 @@ trinity)
 	echo -1 >/proc/sys/kernel/perf_event_paranoid
 	chown nobody "$w"
 	# As nobody (trinity runs as root only with --dangerous); -c: only these
-	timeout -s KILL $((secs + 30)) setpriv --reuid=65534 --regid=65534 \
+	# The timeout only stops a trinity that ignores SIGINT; the loop below
+	# goes by the clock (SECONDS), not by counting its own sleeps, which
+	# take longer than a second each under TCG
+	timeout -s KILL $((secs + 300)) setpriv --reuid=65534 --regid=65534 \
 		--clear-groups trinity -q -C 2 --disable-fds=sockets -c perf_event_open \
 		-c ioctl -c mmap -c munmap -c read -c close -c fcntl \
 		-c prctl -N 1000000000 >trinity.out 2>&1 &
 	t=$!
-	for _ in $(seq "$secs"); do
+	end=$((SECONDS + secs))
+	while [ $SECONDS -lt $end ]; do
 		sleep 1
 		kill -0 $t 2>/dev/null || break
 	done
