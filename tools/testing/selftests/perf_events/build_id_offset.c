@@ -8,7 +8,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,6 +30,7 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
+#include "bio_common.h"
 
 /* Emulated machines with debug kernels are slow: more than the default */
 #undef TEST_TIMEOUT_DEFAULT
@@ -38,282 +38,10 @@
 
 #define RING_PAGES	512
 #define PERIOD_NS	500000
-#define MAX_BUILD_ID	20
-#define USER_TOP	(1ULL << 47)
-
-/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
-struct bio_map {
-	uint64_t start, end, pgoff;
-	uint8_t build_id_size, flags;
-	uint16_t reserved;
-	uint8_t build_id[MAX_BUILD_ID];
-};
-
-struct bio_rec_head {
-	struct perf_event_header header;
-	uint32_t pid, tid;
-	uint64_t cookie;
-	uint32_t nr, flags;
-};
-
-#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
-			 PERF_BIO_F_ADDRS_DROPPED)
-#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
-			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
-			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
-
-/* What the tests keep of the samples and records they read */
-struct sample {
-	uint32_t pid, tid, cpu;
-	uint64_t time, cookie;
-	bool kernel;		/* taken in kernel mode */
-	int nr;			/* user addresses */
-	uint64_t *addrs;
-};
-
-struct record {
-	uint32_t pid, tid, cpu, flags, nr;
-	uint64_t time, cookie;
-	struct bio_map *maps;
-};
-
-struct trace {
-	struct sample *s;
-	int nr_s, max_s;
-	struct record *r;
-	int nr_r, max_r;
-	uint64_t lost;
-	int bad_records;	/* layout, padding or pointer problems */
-	char why[256];		/* the first of them */
-};
-
-/* One event and its ring buffer */
-struct ring {
-	int fd, cpu;
-	struct perf_event_mmap_page *pg;
-	char *data;
-	uint64_t size;
-};
-
-static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-	PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN |
-	PERF_SAMPLE_BUILD_ID_OFFSET;
 
 static void bio_attr(struct perf_event_attr *attr)
 {
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-	attr->type = PERF_TYPE_SOFTWARE;
-	attr->config = PERF_COUNT_SW_CPU_CLOCK;
-	attr->sample_period = PERIOD_NS;
-	attr->sample_type = sample_type;
-	attr->sample_id_all = 1;
-	attr->exclude_callchain_kernel = 1;
-	attr->defer_output = 1;
-	attr->disabled = 1;
-}
-
-static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
-{
-	return syscall(__NR_perf_event_open, attr, pid, cpu, -1,
-		       PERF_FLAG_FD_CLOEXEC);
-}
-
-/* Open an event and map its ring buffer (the data pages are read-only) */
-static int ring_open_pages(struct ring *rb, struct perf_event_attr *attr,
-			   pid_t pid, int cpu, int pages)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	void *p;
-
-	rb->cpu = cpu;
-	rb->fd = perf_open(attr, pid, cpu);
-	if (rb->fd < 0)
-		return -errno;
-	p = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE,
-		 MAP_SHARED, rb->fd, 0);
-	if (p == MAP_FAILED) {
-		int err = -errno;
-
-		close(rb->fd);
-		return err;
-	}
-	rb->pg = p;
-	rb->data = (char *)p + page;
-	rb->size = (uint64_t)pages * page;
-	return 0;
-}
-
-static int ring_open(struct ring *rb, struct perf_event_attr *attr,
-		     pid_t pid, int cpu)
-{
-	return ring_open_pages(rb, attr, pid, cpu, RING_PAGES);
-}
-
-static void ring_close(struct ring *rb)
-{
-	munmap(rb->pg, rb->size + sysconf(_SC_PAGESIZE));
-	close(rb->fd);
-}
-
-static void *grow(void *p, int *max, size_t elem)
-{
-	*max = *max ? *max * 2 : 1024;
-	p = realloc(p, *max * elem);
-	if (!p) {
-		perror("realloc");
-		exit(KSFT_FAIL);
-	}
-	return p;
-}
-
-static void bad(struct trace *t, const char *why)
-{
-	if (!t->bad_records++)
-		snprintf(t->why, sizeof(t->why), "%s", why);
-}
-
-/* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
-struct sample_id {
-	uint32_t pid, tid;
-	uint64_t time;
-	uint32_t cpu, res;
-};
-
-static void parse_record(struct trace *t, const struct bio_rec_head *h)
-{
-	const struct bio_map *maps = (const void *)(h + 1);
-	const struct sample_id *id;
-	struct record *r;
-	uint32_t i, j;
-
-	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
-			      sizeof(*id)) {
-		bad(t, "record size does not match nr");
-		return;
-	}
-	id = (const void *)(maps + h->nr);
-	if (h->flags & ~BIO_F_KNOWN)
-		bad(t, "unknown record flags");
-	if (h->header.misc != PERF_RECORD_MISC_USER)
-		bad(t, "header.misc is not PERF_RECORD_MISC_USER");
-	if (id->res)
-		bad(t, "sample_id padding not zero");
-	if (!h->cookie)
-		bad(t, "record with cookie 0");
-	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
-		bad(t, "MM_CHANGED record with maps of the new program");
-	for (i = 0; i < h->nr; i++) {
-		const struct bio_map *m = &maps[i];
-
-		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
-			bad(t, "map reserved bits set");
-		if (m->build_id_size > MAX_BUILD_ID)
-			bad(t, "build_id_size too large");
-		for (j = m->build_id_size; j < MAX_BUILD_ID &&
-					   m->build_id_size <= MAX_BUILD_ID; j++)
-			if (m->build_id[j])
-				bad(t, "build_id padding not zero");
-		if (m->start >= m->end || m->end > USER_TOP)
-			bad(t, "map is not a user range");
-		if (i && maps[i - 1].end > m->start)
-			bad(t, "maps not sorted or overlapping");
-		if (m->pgoff % sysconf(_SC_PAGESIZE))
-			bad(t, "pgoff not page aligned");
-		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
-						       m->build_id_size))
-			bad(t, "anonymous map with offset or build-ID");
-	}
-
-	if (t->nr_r == t->max_r)
-		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
-	r = &t->r[t->nr_r++];
-	r->pid = h->pid;
-	r->tid = h->tid;
-	r->cpu = id->cpu;
-	r->time = id->time;
-	r->cookie = h->cookie;
-	r->flags = h->flags;
-	r->nr = h->nr;
-	r->maps = malloc(h->nr * sizeof(*maps) + 1);
-	memcpy(r->maps, maps, h->nr * sizeof(*maps));
-}
-
-static void parse_sample(struct trace *t, const struct perf_event_header *h)
-{
-	const uint64_t *p = (const void *)(h + 1);
-	const uint64_t *end = (const void *)((const char *)h + h->size);
-	uint64_t ip, nr, i;
-	struct sample *s;
-	bool user = false;
-
-	if (t->nr_s == t->max_s)
-		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
-	s = &t->s[t->nr_s];
-	ip = *p++;
-	s->pid = *p & 0xffffffff;
-	s->tid = *p++ >> 32;
-	s->time = *p++;
-	s->cpu = *p++ & 0xffffffff;
-	nr = *p++;
-	if (p + nr + 1 != end) {
-		bad(t, "sample size does not match its fields");
-		return;
-	}
-	s->addrs = malloc((nr + 1) * sizeof(uint64_t));
-	s->nr = 0;
-	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
-		    PERF_RECORD_MISC_KERNEL;
-	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
-		s->addrs[s->nr++] = ip;
-	for (i = 0; i < nr; i++) {
-		if (p[i] >= PERF_CONTEXT_MAX) {
-			user = p[i] == PERF_CONTEXT_USER;
-			continue;
-		}
-		/* The sample's own user IP comes first: keep it once */
-		if (user && !(s->nr == 1 && i && p[i] == ip &&
-			      p[i - 1] == PERF_CONTEXT_USER))
-			s->addrs[s->nr++] = p[i];
-	}
-	s->cookie = p[nr];
-	t->nr_s++;
-}
-
-/* Copy out what the kernel wrote since the last call */
-static void ring_drain(struct ring *rb, struct trace *t)
-{
-	uint64_t head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = rb->pg->data_tail;
-	static char *buf;
-
-	if (!buf)
-		buf = malloc(1 << 16);
-	while (tail < head) {
-		uint64_t off = tail % rb->size, len;
-		struct perf_event_header *h = (void *)(rb->data + off);
-
-		len = h->size;
-		if (off + len > rb->size) {
-			memcpy(buf, rb->data + off, rb->size - off);
-			memcpy(buf + rb->size - off, rb->data,
-			       len - (rb->size - off));
-			h = (void *)buf;
-		}
-		switch (h->type) {
-		case PERF_RECORD_SAMPLE:
-			parse_sample(t, h);
-			break;
-		case PERF_RECORD_BUILD_ID_OFFSET:
-			parse_record(t, (void *)h);
-			break;
-		case PERF_RECORD_LOST:
-			t->lost += ((uint64_t *)(h + 1))[1];
-			break;
-		}
-		tail += len;
-	}
-	__atomic_store_n(&rb->pg->data_tail, tail, __ATOMIC_RELEASE);
+	sample_attr(attr, PERIOD_NS);
 }
 
 /*
@@ -400,195 +128,6 @@ out:
 	return ret;
 }
 
-/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
-
-enum vma_kind { VMA_ANON, VMA_FILE, VMA_VDSO, VMA_OTHER };
-
-struct vma {
-	uint64_t start, end, pgoff;
-	enum vma_kind kind;
-	bool deleted, exec;
-	char path[PATH_MAX];
-	/* Filled lazily from the file, or set by the test */
-	int bid_size;		/* -1: not known yet */
-	uint8_t bid[MAX_BUILD_ID];
-	uint8_t want_flags;	/* must be set in the record's map */
-};
-
-struct maps {
-	struct vma *v;
-	int nr;
-};
-
-/* Parse @file, /proc/PID/maps or a copy of it */
-static void maps_read(struct maps *m, const char *file)
-{
-	char line[PATH_MAX + 128];
-	FILE *f = fopen(file, "r");
-
-	m->v = NULL;
-	m->nr = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		struct vma *v;
-		int pos = 0;
-		char *path;
-
-		char perms[8] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*u %n", &s, &e,
-			   perms, &off, &pos) < 4 || !pos)
-			continue;
-		m->v = realloc(m->v, (m->nr + 1) * sizeof(*m->v));
-		v = &m->v[m->nr++];
-		memset(v, 0, sizeof(*v));
-		v->start = s;
-		v->end = e;
-		v->pgoff = off;
-		v->bid_size = -1;
-		v->exec = strchr(perms, 'x');
-		path = line + pos;
-		path[strcspn(path, "\n")] = 0;
-		snprintf(v->path, sizeof(v->path), "%s", path);
-		if (path[0] == '/') {
-			size_t n = strlen(v->path);
-
-			v->kind = VMA_FILE;
-			if (n > 10 && !strcmp(v->path + n - 10, " (deleted)")) {
-				v->deleted = true;
-				v->path[n - 10] = 0;
-			}
-		} else if (!strcmp(path, "[vdso]")) {
-			v->kind = VMA_VDSO;
-			v->want_flags = PERF_BIO_MAP_VDSO;
-		} else if (!path[0] || !strcmp(path, "[heap]") ||
-			   !strncmp(path, "[stack", 6) ||
-			   !strncmp(path, "[anon", 5)) {
-			v->kind = VMA_ANON;
-			v->want_flags = PERF_BIO_MAP_ANON;
-		} else {
-			v->kind = VMA_OTHER;
-		}
-	}
-	fclose(f);
-}
-
-static struct vma *maps_find(struct maps *m, uint64_t a)
-{
-	int i;
-
-	for (i = 0; i < m->nr; i++)
-		if (m->v[i].start <= a && a < m->v[i].end)
-			return &m->v[i];
-	return NULL;
-}
-
-/* The GNU build-ID note of an ELF file (64 or 32-bit); 0 when none */
-static int elf_build_id(int fd, uint8_t *bid)
-{
-	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
-	uint64_t phoff, off, filesz;
-	int i, phnum, is64;
-	uint32_t type;
-
-	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)sizeof(eh.e32) ||
-	    memcmp(eh.e64.e_ident, ELFMAG, SELFMAG))
-		return 0;
-	is64 = eh.e64.e_ident[EI_CLASS] == ELFCLASS64;
-	phoff = is64 ? eh.e64.e_phoff : eh.e32.e_phoff;
-	phnum = is64 ? eh.e64.e_phnum : eh.e32.e_phnum;
-	for (i = 0; i < phnum; i++) {
-		union { Elf64_Phdr p64; Elf32_Phdr p32; } ph;
-		size_t phsz = is64 ? sizeof(ph.p64) : sizeof(ph.p32);
-		char note[1024];
-		size_t pos = 0;
-		ssize_t n;
-
-		if (pread(fd, &ph, phsz, phoff + i * phsz) != (ssize_t)phsz)
-			return 0;
-		type = is64 ? ph.p64.p_type : ph.p32.p_type;
-		off = is64 ? ph.p64.p_offset : ph.p32.p_offset;
-		filesz = is64 ? ph.p64.p_filesz : ph.p32.p_filesz;
-		if (type != PT_NOTE)
-			continue;
-		n = pread(fd, note, filesz < sizeof(note) ? filesz :
-			  sizeof(note), off);
-		/* Elf32_Nhdr and Elf64_Nhdr are the same three words */
-		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
-			Elf64_Nhdr *nh = (void *)(note + pos);
-			size_t name = pos + sizeof(*nh);
-			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
-
-			if (desc + nh->n_descsz > (size_t)n)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID &&
-			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
-			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
-				memcpy(bid, note + desc, nh->n_descsz);
-				return nh->n_descsz;
-			}
-			pos = desc + ((nh->n_descsz + 3) & ~3UL);
-		}
-	}
-	return 0;
-}
-
-static int path_build_id(const char *path, uint8_t *bid)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int n;
-
-	if (fd < 0)
-		return 0;
-	n = elf_build_id(fd, bid);
-	close(fd);
-	return n;
-}
-
-/* File offset of the dynamic symbol @sym of ELF64 @fd, 0 if not found */
-static uint64_t elf_sym_offset(int fd, const char *sym)
-{
-	Elf64_Ehdr eh;
-	Elf64_Shdr sh, strsh;
-	uint64_t vaddr = 0;
-	int i;
-
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
-		return 0;
-	for (i = 0; i < eh.e_shnum && !vaddr; i++) {
-		Elf64_Sym st;
-		uint64_t k;
-
-		pread(fd, &sh, sizeof(sh), eh.e_shoff + i * sizeof(sh));
-		if (sh.sh_type != SHT_DYNSYM)
-			continue;
-		pread(fd, &strsh, sizeof(strsh),
-		      eh.e_shoff + sh.sh_link * sizeof(strsh));
-		for (k = 0; k < sh.sh_size / sizeof(st); k++) {
-			char name[64] = "";
-
-			pread(fd, &st, sizeof(st), sh.sh_offset + k * sizeof(st));
-			pread(fd, name, sizeof(name) - 1,
-			      strsh.sh_offset + st.st_name);
-			if (!strcmp(name, sym)) {
-				vaddr = st.st_value;
-				break;
-			}
-		}
-	}
-	for (i = 0; i < eh.e_phnum && vaddr; i++) {
-		Elf64_Phdr ph;
-
-		pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph));
-		if (ph.p_type == PT_LOAD && ph.p_vaddr <= vaddr &&
-		    vaddr < ph.p_vaddr + ph.p_filesz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
-	return 0;
-}
-
 /* ---- The join ---- */
 
 struct tally {
@@ -606,34 +145,6 @@ struct tally {
 	char first_wrong[256];
 	char unresolved_eg[3][160];	/* the first few, for the log */
 };
-
-static struct record *find_record(struct trace *t, uint32_t tid,
-				  uint64_t cookie)
-{
-	int i;
-
-	for (i = t->nr_r - 1; i >= 0; i--)
-		if (t->r[i].tid == tid && t->r[i].cookie == cookie)
-			return &t->r[i];
-	return NULL;
-}
-
-static const struct bio_map *rec_find(const struct record *r, uint64_t a)
-{
-	int lo = 0, hi = r->nr;
-
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-
-		if (a < r->maps[mid].start)
-			hi = mid;
-		else if (a >= r->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &r->maps[mid];
-	}
-	return NULL;
-}
 
 enum verdict { RESOLVED, UNRESOLVED, WRONG };
 
@@ -877,46 +388,10 @@ static void expect_exact(struct __test_metadata *_metadata, struct trace *t,
 		  (ty->addrs - ty->not_code - ty->past_stop) * permille);
 }
 
-static void trace_free(struct trace *t)
-{
-	int i;
-
-	for (i = 0; i < t->nr_s; i++)
-		free(t->s[i].addrs);
-	for (i = 0; i < t->nr_r; i++)
-		free(t->r[i].maps);
-	free(t->s);
-	free(t->r);
-	memset(t, 0, sizeof(*t));
-}
-
 /* ---- Workloads ---- */
-
-/* Where results go, so that the work is not optimised away */
-unsigned long bio_sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static unsigned long (*lib_work)(unsigned long n,
 				 unsigned long (*cb)(unsigned long n));
-
-static __attribute__((noipa)) unsigned long leaf(unsigned long n)
-{
-	unsigned long x = n;
-
-	while (n--) {
-		x ^= x << 7;
-		x ^= x >> 9;
-		asm volatile("" : "+r" (x));
-	}
-	return x;
-}
 
 static __attribute__((noipa)) unsigned long with_syscalls(unsigned long n)
 {
@@ -962,74 +437,9 @@ static void burn(double secs, struct ring *rb, int nr_rb, struct trace *t,
 	}
 }
 
-/*
- * Enable the events of @rb, let @child go (a byte on @go_fd) and drain
- * into @t until it has exited.  Returns its wait status.
- */
-static int trace_child(struct ring *rb, int nr_rb, struct trace *t,
-		       int go_fd, pid_t child)
-{
-	int i, status = -1;
-
-	for (i = 0; i < nr_rb; i++)
-		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-	if (write(go_fd, "g", 1) != 1) {
-		kill(child, SIGKILL);
-		waitpid(child, &status, 0);
-		return -1;
-	}
-	while (waitpid(child, &status, WNOHANG) == 0) {
-		for (i = 0; i < nr_rb; i++)
-			ring_drain(&rb[i], t);
-		usleep(20000);
-	}
-	for (i = 0; i < nr_rb; i++) {
-		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-		ring_drain(&rb[i], t);
-	}
-	return status;
-}
-
-/* This program's path, read once ("" if unreadable) */
-static const char *self_exe(void)
-{
-	static char exe[PATH_MAX - 64];
-	ssize_t n;
-
-	if (!exe[0]) {
-		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n < 0 ? 0 : n] = 0;
-	}
-	return exe;
-}
-
-static const char *self_dir(void)
-{
-	static char dir[PATH_MAX - 64];
-
-	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "%s", self_exe());
-		*(strrchr(dir, '/') ?: dir) = 0;
-	}
-	return dir;
-}
-
 static int lib_path(char *buf, size_t len, const char *name)
 {
 	return snprintf(buf, len, "%s/%s", self_dir(), name);
-}
-
-/* Is the kernel's feature there at all? */
-static bool bio_supported(void)
-{
-	struct perf_event_attr attr;
-	int fd;
-
-	bio_attr(&attr);
-	fd = perf_open(&attr, 0, -1);
-	if (fd >= 0)
-		close(fd);
-	return fd >= 0;
 }
 
 /*
@@ -1039,7 +449,10 @@ static bool bio_supported(void)
  */
 static bool bio_missing(struct __test_metadata *_metadata)
 {
-	if (bio_supported())
+	struct perf_event_attr attr;
+
+	bio_attr(&attr);
+	if (bio_supported(&attr))
 		return false;
 	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
 		TH_LOG("perf_event_open: %s", strerror(errno));
@@ -1089,7 +502,7 @@ TEST(resolve_self)
 	jit = page;
 
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	/* Every pad byte must then come back zero (parse_record checks) */
 	ASSERT_EQ(0, ring_prefill(&rb));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
@@ -1230,30 +643,6 @@ static int first_page_cached(int fd)
 	return vec & 1;
 }
 
-/*
- * Spin with a made-up frame: %rbp points at @frame, {0, return address},
- * so that the user call chain of a sample here (perf's and the deferred
- * unwinder's, both frame-pointer walks) holds that return address, an
- * address in memory that cannot be executed (memfd_secret() is mounted
- * noexec).  @frame must be above the stack pointer, in the caller's frame:
- * the deferred unwinder takes nothing below it (a leaf's red zone).
- */
-static void fake_frame_spin(unsigned long n, uintptr_t *frame)
-{
-#ifdef __x86_64__
-	uintptr_t saved;
-
-	asm volatile("mov %%rbp, %[saved]\n\t"
-		     "mov %[frame], %%rbp\n"
-		     "1:\tdec %[n]\n\t"
-		     "jnz 1b\n\t"
-		     "mov %[saved], %%rbp"
-		     : [saved] "=&r" (saved), [n] "+r" (n)
-		     : [frame] "r" (frame)
-		     : "memory", "cc");
-#endif
-}
-
 /* The first user address of @s in the special mapping, or 0 */
 static uint64_t special_addr(const struct sample *s,
 			     const struct special_map *sm)
@@ -1278,7 +667,7 @@ static void run_special(struct __test_metadata *_metadata,
 	int i, k;
 
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	for (i = 0; i < 200 && hits < 20; i++) {
 		double until = cpu_seconds() + 0.01;
@@ -1372,7 +761,7 @@ FIXTURE_SETUP(special)
 	lib_path(path, sizeof(path), variant->lib);
 	self->src = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->src) TH_LOG("%s: %s", path, strerror(errno));
-	self->sm.bid_size = elf_build_id(self->src, self->sm.bid);
+	self->sm.bid_size = elf_build_id(self->src, self->sm.bid, NULL);
 }
 
 FIXTURE_TEARDOWN(special)
@@ -1500,7 +889,8 @@ TEST(munmap_race)
 
 	/* This thread only: the churning one is not sampled */
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, syscall(__NR_gettid), -1));
+	ASSERT_EQ(0, ring_open(&rb, &attr, syscall(__NR_gettid), -1,
+			       RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	burn(1.0, &rb, 1, &t, NULL);
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -1617,8 +1007,8 @@ TEST(fork_exec_exit)
 	attr.inherit = 1;
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
-		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i));
-	status = trace_child(rb, nr_cpus, &t, go[1], child);
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i, RING_PAGES));
+	status = trace_child(rb, nr_cpus, &t, go[1], child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	ASSERT_EQ(sizeof(pid_t), read(tids[0], &exec_tids.tids[0],
@@ -1711,30 +1101,6 @@ TEST(invalid_attrs)
  * user at perf_event_paranoid 2 may sample itself (and gets its records),
  * but not a task of another user, nor a CPU.
  */
-static int read_paranoid(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-	int v = INT_MIN;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = INT_MIN;
-		fclose(f);
-	}
-	return v;
-}
-
-static int write_paranoid(int v)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
-	int ret;
-
-	if (!f)
-		return -1;
-	ret = fprintf(f, "%d\n", v) < 0;
-	return fclose(f) || ret ? -1 : 0;
-}
-
 enum {
 	PERM_OWN_OPEN	= 1,
 	PERM_OWN_RECORD	= 2,
@@ -1758,7 +1124,7 @@ static int unprivileged(pid_t foreign)
 	bio_attr(&attr);
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
-	if (!ring_open(&rb, &attr, 0, -1)) {
+	if (!ring_open(&rb, &attr, 0, -1, RING_PAGES)) {
 		ok |= PERM_OWN_OPEN;
 		ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
 		burn(0.3, &rb, 1, &t, NULL);
@@ -1800,7 +1166,7 @@ static int unprivileged(pid_t foreign)
 
 TEST(permissions)
 {
-	int saved = read_paranoid(), status;
+	int saved = read_int("/proc/sys/kernel/perf_event_paranoid"), status;
 	pid_t pid, foreign;
 
 	if (bio_missing(_metadata))
@@ -1840,30 +1206,6 @@ TEST(permissions)
  * written on another CPU than its sample, and the join across buffers
  * must still find it.  Samples of the idle task carry cookie 0.
  */
-static bool is_kthread(pid_t pid)
-{
-	char name[64], buf[1024], *p;
-	unsigned long flags = 0;
-	FILE *f;
-	int i;
-
-	if (!pid)
-		return true;
-	snprintf(name, sizeof(name), "/proc/%d/stat", pid);
-	f = fopen(name, "r");
-	if (!f)
-		return false;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	p = p ? strrchr(buf, ')') : NULL;
-	/* After "(comm)": state ppid pgrp session tty tpgid flags */
-	for (i = 0; p && i < 7; i++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		flags = strtoul(p + 1, NULL, 10);
-	return flags & 0x00200000;	/* PF_KTHREAD */
-}
-
 static bool pick_tid(const struct sample *s, void *arg)
 {
 	return (pid_t)s->tid == *(pid_t *)arg;
@@ -1907,8 +1249,8 @@ TEST(cpu_wide_migrate)
 	rb = calloc(nr_cpus, sizeof(*rb));
 	bio_attr(&attr);
 	for (i = 0; i < nr_cpus; i++)
-		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i));
-	status = trace_child(rb, nr_cpus, &t, go[1], child);
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i, RING_PAGES));
+	status = trace_child(rb, nr_cpus, &t, go[1], child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 
 	/* The child forked from us without exec: our maps are its truth */
@@ -1998,7 +1340,7 @@ TEST(cookie_per_entry)
 		return;
 	reuse = reuse_knob();
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1));
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	long_syscalls(1.0);
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -2097,8 +1439,8 @@ TEST(compat32)
 		_exit(errno == ENOEXEC ? 99 : 127);
 	}
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1));
-	status = trace_child(&rb, 1, &t, go[1], child);
+	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES));
+	status = trace_child(&rb, 1, &t, go[1], child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 	if (WEXITSTATUS(status) == 99)
 		SKIP(goto out, "this kernel cannot run 32-bit programs");
@@ -2154,7 +1496,7 @@ TEST(full_buffer)
 	if (bio_missing(_metadata))
 		return;
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open_pages(&rb, &attr, 0, -1, 1));
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 1));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	burn(0.5, NULL, 0, NULL, NULL);
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -2202,7 +1544,7 @@ TEST(close_pending)
 	for (i = 0; i < 100; i++) {
 		struct ring rb;
 
-		ASSERT_EQ(0, ring_open_pages(&rb, &attr, 0, -1, 8));
+		ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 8));
 		ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 		bio_sink += with_syscalls(20000);
 		/* Half the rounds unmap first, half close the mapped event */

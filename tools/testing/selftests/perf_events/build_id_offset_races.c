@@ -43,109 +43,18 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
+#include "bio_common.h"
 
 /* Emulated machines with debug kernels are slow: more than the default */
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 180
 
 #define RING_PAGES	256
-#define MAX_BUILD_ID	20
-#define USER_TOP	(1ULL << 47)
-#define NO_TIME		UINT64_MAX
 
-/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
-struct bio_map {
-	uint64_t start, end, pgoff;
-	uint8_t build_id_size, flags;
-	uint16_t reserved;
-	uint8_t build_id[MAX_BUILD_ID];
-};
-
-struct bio_rec_head {
-	struct perf_event_header header;
-	uint32_t pid, tid;
-	uint64_t cookie;
-	uint32_t nr, flags;
-};
-
-#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
-			 PERF_BIO_F_ADDRS_DROPPED)
-#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
-			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
-			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
-
-/* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
-struct sample_id {
-	uint32_t pid, tid;
-	uint64_t time;
-	uint32_t cpu, res;
-};
-
-/* What the tests keep of the samples and records they read */
-struct sample {
-	uint32_t pid, tid, cpu;
-	uint64_t time, cookie;
-	bool kernel;		/* taken in kernel mode */
-	int nr;			/* user addresses */
-	uint64_t *addrs;
-	uint64_t first;		/* time of the first sample of its entry */
-	uint64_t prev;		/* of the tid's last sample before the entry */
-	uint64_t next;		/* time of the tid's next entry's sample */
-};
-
-struct record {
-	uint32_t pid, tid, cpu, flags, nr;
-	uint64_t time, cookie;
-	uint64_t first;		/* time of the first sample joined to it */
-	struct bio_map *maps;
-};
-
-/* PERF_RECORD_COMM of an exec */
-struct exec_mark {
-	uint32_t pid, tid;
-	uint64_t time;
-};
-
-struct trace {
-	struct sample *s;
-	int nr_s, max_s;
-	struct record *r;
-	int nr_r, max_r;
-	struct exec_mark *x;
-	int nr_x, max_x;
-	uint64_t lost, throttled;
-	int bad_records;	/* layout, padding or pointer problems */
-	char why[128];		/* the first of them */
-	/* Set by trace_index() */
-	struct record **by_cookie;
-	int dup_records;	/* records of a (tid, cookie) seen before */
-};
-
-/* One event and its ring buffer */
-struct ring {
-	int fd, pages;
-	struct perf_event_mmap_page *pg;
-	char *data;
-	uint64_t size;
-};
-
-static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-	PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN |
-	PERF_SAMPLE_BUILD_ID_OFFSET;
-
-/* A sampling event that also receives the records */
+/* A sampling event that also receives the records, on CLOCK_MONOTONIC */
 static void bio_attr(struct perf_event_attr *attr, uint64_t period_ns)
 {
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-	attr->type = PERF_TYPE_SOFTWARE;
-	attr->config = PERF_COUNT_SW_CPU_CLOCK;
-	attr->sample_period = period_ns;
-	attr->sample_type = sample_type;
-	attr->sample_id_all = 1;
-	attr->exclude_callchain_kernel = 1;
-	attr->defer_output = 1;
-	attr->disabled = 1;
+	sample_attr(attr, period_ns);
 	attr->use_clockid = 1;
 	attr->clockid = CLOCK_MONOTONIC;
 	/* read() gives what the event lost, reported in the buffer or not */
@@ -169,12 +78,6 @@ static void holder_attr(struct perf_event_attr *attr)
 	attr->defer_output = 0;
 }
 
-static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
-{
-	return syscall(__NR_perf_event_open, attr, pid, cpu, -1,
-		       PERF_FLAG_FD_CLOEXEC);
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -195,330 +98,6 @@ static pid_t gettid_(void)
 	return syscall(__NR_gettid);
 }
 
-/* Map the ring buffer of @rb->fd; the data pages are read-only */
-static int ring_map(struct ring *rb, int pages)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	void *p;
-
-	p = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 rb->fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	rb->pages = pages;
-	rb->pg = p;
-	rb->data = (char *)p + page;
-	rb->size = (uint64_t)pages * page;
-	return 0;
-}
-
-static void ring_unmap(struct ring *rb)
-{
-	if (rb->pg)
-		munmap(rb->pg, rb->size + sysconf(_SC_PAGESIZE));
-	rb->pg = NULL;
-}
-
-static int ring_open(struct ring *rb, struct perf_event_attr *attr,
-		     pid_t pid, int cpu, int pages)
-{
-	int err;
-
-	memset(rb, 0, sizeof(*rb));
-	rb->fd = perf_open(attr, pid, cpu);
-	if (rb->fd < 0)
-		return -errno;
-	err = ring_map(rb, pages);
-	if (err)
-		close(rb->fd);
-	return err;
-}
-
-static void ring_close(struct ring *rb)
-{
-	ring_unmap(rb);
-	close(rb->fd);
-}
-
-static void *grow(void *p, int *max, size_t elem)
-{
-	*max = *max ? *max * 2 : 1024;
-	p = realloc(p, *max * elem);
-	if (!p) {
-		perror("realloc");
-		exit(KSFT_FAIL);
-	}
-	return p;
-}
-
-static void bad(struct trace *t, const char *why)
-{
-	if (!t->bad_records++)
-		snprintf(t->why, sizeof(t->why), "%s", why);
-}
-
-static const struct sample_id *trailer(const struct perf_event_header *h)
-{
-	return (const void *)((const char *)h + h->size - sizeof(struct sample_id));
-}
-
-static void parse_record(struct trace *t, const struct bio_rec_head *h)
-{
-	const struct bio_map *maps = (const void *)(h + 1);
-	const struct sample_id *id;
-	struct record *r;
-	uint32_t i, j;
-
-	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
-			      sizeof(*id)) {
-		bad(t, "record size does not match nr");
-		return;
-	}
-	id = (const void *)(maps + h->nr);
-	if (h->flags & ~BIO_F_KNOWN)
-		bad(t, "unknown record flags");
-	if (h->header.misc != PERF_RECORD_MISC_USER)
-		bad(t, "header.misc is not PERF_RECORD_MISC_USER");
-	if (id->res)
-		bad(t, "sample_id padding not zero");
-	if (!h->cookie)
-		bad(t, "record with cookie 0");
-	if (id->pid != h->pid || id->tid != h->tid)
-		bad(t, "record pid/tid differ from its sample_id");
-	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
-		bad(t, "MM_CHANGED record with maps of the new program");
-	for (i = 0; i < h->nr; i++) {
-		const struct bio_map *m = &maps[i];
-
-		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
-			bad(t, "map reserved bits set");
-		if (m->build_id_size > MAX_BUILD_ID)
-			bad(t, "build_id_size too large");
-		for (j = m->build_id_size; j < MAX_BUILD_ID; j++)
-			if (m->build_id[j])
-				bad(t, "build_id padding not zero");
-		if (m->start >= m->end || m->end > USER_TOP)
-			bad(t, "map is not a user range");
-		if (i && maps[i - 1].end > m->start)
-			bad(t, "maps not sorted or overlapping");
-		if (m->pgoff % sysconf(_SC_PAGESIZE))
-			bad(t, "pgoff not page aligned");
-		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
-						       m->build_id_size))
-			bad(t, "anonymous map with offset or build-ID");
-	}
-
-	if (t->nr_r == t->max_r)
-		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
-	r = &t->r[t->nr_r++];
-	r->pid = h->pid;
-	r->tid = h->tid;
-	r->cpu = id->cpu;
-	r->time = id->time;
-	r->cookie = h->cookie;
-	r->flags = h->flags;
-	r->nr = h->nr;
-	r->first = NO_TIME;
-	r->maps = malloc(h->nr * sizeof(*maps) + 1);
-	memcpy(r->maps, maps, h->nr * sizeof(*maps));
-}
-
-static void parse_sample(struct trace *t, const struct perf_event_header *h)
-{
-	const uint64_t *p = (const void *)(h + 1);
-	const uint64_t *end = (const void *)((const char *)h + h->size);
-	uint64_t ip, nr, i;
-	struct sample *s;
-	bool user = false;
-
-	if (t->nr_s == t->max_s)
-		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
-	s = &t->s[t->nr_s];
-	ip = *p++;
-	s->pid = *p & 0xffffffff;
-	s->tid = *p++ >> 32;
-	s->time = *p++;
-	s->cpu = *p++ & 0xffffffff;
-	nr = *p++;
-	if (p + nr + 1 != end) {
-		bad(t, "sample size does not match its fields");
-		return;
-	}
-	s->addrs = malloc((nr + 1) * sizeof(uint64_t));
-	s->nr = 0;
-	s->next = NO_TIME;
-	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
-		    PERF_RECORD_MISC_KERNEL;
-	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
-		s->addrs[s->nr++] = ip;
-	for (i = 0; i < nr; i++) {
-		if (p[i] >= PERF_CONTEXT_MAX) {
-			user = p[i] == PERF_CONTEXT_USER;
-			continue;
-		}
-		/* The sample's own user IP comes first: keep it once */
-		if (user && !(s->nr == 1 && i && p[i] == ip &&
-			      p[i - 1] == PERF_CONTEXT_USER))
-			s->addrs[s->nr++] = p[i];
-	}
-	s->cookie = p[nr];
-	t->nr_s++;
-}
-
-static void parse_comm(struct trace *t, const struct perf_event_header *h)
-{
-	const uint32_t *ids = (const void *)(h + 1);
-	struct exec_mark *x;
-
-	if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC))
-		return;
-	if (t->nr_x == t->max_x)
-		t->x = grow(t->x, &t->max_x, sizeof(*t->x));
-	x = &t->x[t->nr_x++];
-	x->pid = ids[0];
-	x->tid = ids[1];
-	x->time = trailer(h)->time;
-}
-
-/* Copy out what the kernel wrote since the last call */
-static void ring_drain(struct ring *rb, struct trace *t)
-{
-	static __thread char buf[1 << 16];
-	uint64_t head, tail;
-
-	if (!rb->pg)
-		return;
-	head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
-	tail = rb->pg->data_tail;
-	while (tail < head) {
-		uint64_t off = tail % rb->size, len;
-		struct perf_event_header *h = (void *)(rb->data + off);
-
-		len = h->size;
-		if (!len) {
-			bad(t, "zero-sized record in the ring");
-			tail = head;
-			break;
-		}
-		if (off + len > rb->size) {
-			memcpy(buf, rb->data + off, rb->size - off);
-			memcpy(buf + rb->size - off, rb->data,
-			       len - (rb->size - off));
-			h = (void *)buf;
-		}
-		switch (h->type) {
-		case PERF_RECORD_SAMPLE:
-			parse_sample(t, h);
-			break;
-		case PERF_RECORD_BUILD_ID_OFFSET:
-			parse_record(t, (void *)h);
-			break;
-		case PERF_RECORD_COMM:
-			parse_comm(t, h);
-			break;
-		case PERF_RECORD_LOST:
-			t->lost += ((uint64_t *)(h + 1))[1];
-			break;
-		case PERF_RECORD_THROTTLE:
-			t->throttled++;
-			break;
-		}
-		tail += len;
-	}
-	__atomic_store_n(&rb->pg->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-static int cmp_record(const void *a, const void *b)
-{
-	const struct record *x = *(struct record * const *)a;
-	const struct record *y = *(struct record * const *)b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->cookie != y->cookie)
-		return x->cookie < y->cookie ? -1 : 1;
-	return 0;
-}
-
-static int cmp_sample(const void *a, const void *b)
-{
-	const struct sample *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return 0;
-}
-
-/*
- * Once everything is read: index the records by (tid, cookie), counting
- * duplicates, and sort the samples by tid and time, noting for each the
- * time of the first sample of its entry, of the last sample of its tid
- * in an earlier entry and of the next sample in a later one.  The entry
- * began after prev and ended before next; its record was written in
- * between.  Not always after first: the work may run before the last
- * samples of the entry (they then find it done), and the samples of the
- * entry before first may have been dropped.
- */
-static void trace_index(struct trace *t)
-{
-	int i;
-
-	t->by_cookie = malloc((t->nr_r + 1) * sizeof(*t->by_cookie));
-	for (i = 0; i < t->nr_r; i++)
-		t->by_cookie[i] = &t->r[i];
-	qsort(t->by_cookie, t->nr_r, sizeof(*t->by_cookie), cmp_record);
-	for (i = 1; i < t->nr_r; i++)
-		t->dup_records += !cmp_record(&t->by_cookie[i - 1],
-					      &t->by_cookie[i]);
-
-	/* The samples of one entry are next to each other in time */
-	qsort(t->s, t->nr_s, sizeof(*t->s), cmp_sample);
-	for (i = t->nr_s - 2; i >= 0; i--) {
-		struct sample *s = &t->s[i], *n = &t->s[i + 1];
-
-		if (n->tid == s->tid)
-			s->next = n->cookie != s->cookie ? n->time : n->next;
-	}
-	for (i = 0; i < t->nr_s; i++) {
-		struct sample *s = &t->s[i], *p = i ? s - 1 : NULL;
-		bool same_tid = p && p->tid == s->tid;
-
-		s->first = same_tid && p->cookie == s->cookie ? p->first : s->time;
-		s->prev = !same_tid ? 0 : p->cookie != s->cookie ? p->time :
-			  p->prev;
-	}
-}
-
-static struct record *find_record(struct trace *t, uint32_t tid,
-				  uint64_t cookie)
-{
-	struct record key = { .tid = tid, .cookie = cookie }, *pk = &key;
-	struct record **r;
-
-	r = bsearch(&pk, t->by_cookie, t->nr_r, sizeof(*t->by_cookie),
-		    cmp_record);
-	return r ? *r : NULL;
-}
-
-static const struct bio_map *rec_find(const struct record *r, uint64_t a)
-{
-	int lo = 0, hi = r->nr;
-
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-
-		if (a < r->maps[mid].start)
-			hi = mid;
-		else if (a >= r->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &r->maps[mid];
-	}
-	return NULL;
-}
-
 /*
  * Is @s in the last entry of its tid that the trace shows: no later
  * sample of another entry, no later record?  Its record is written when
@@ -537,205 +116,7 @@ static bool last_entry(struct trace *t, const struct sample *s)
 	return true;
 }
 
-static void trace_free(struct trace *t)
-{
-	int i;
-
-	for (i = 0; i < t->nr_s; i++)
-		free(t->s[i].addrs);
-	for (i = 0; i < t->nr_r; i++)
-		free(t->r[i].maps);
-	free(t->s);
-	free(t->r);
-	free(t->x);
-	free(t->by_cookie);
-	memset(t, 0, sizeof(*t));
-}
-
-/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
-
-enum vma_kind { VMA_ANON, VMA_FILE, VMA_VDSO, VMA_OTHER };
-
-struct vma {
-	uint64_t start, end, pgoff;
-	enum vma_kind kind;
-	bool deleted, exec;
-	char path[PATH_MAX];
-	int bid_size;		/* -1: not read yet */
-	uint8_t bid[MAX_BUILD_ID];
-};
-
-struct maps {
-	struct vma *v;
-	int nr;
-};
-
-static void maps_read(struct maps *m, const char *file)
-{
-	char line[PATH_MAX + 128];
-	FILE *f = fopen(file, "r");
-
-	m->v = NULL;
-	m->nr = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		char perms[8] = "", *path;
-		struct vma *v;
-		int pos = 0;
-		size_t n;
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*u %n", &s, &e,
-			   perms, &off, &pos) < 4 || !pos)
-			continue;
-		m->v = realloc(m->v, (m->nr + 1) * sizeof(*m->v));
-		v = &m->v[m->nr++];
-		memset(v, 0, sizeof(*v));
-		v->start = s;
-		v->end = e;
-		v->pgoff = off;
-		v->bid_size = -1;
-		v->exec = strchr(perms, 'x');
-		path = line + pos;
-		path[strcspn(path, "\n")] = 0;
-		snprintf(v->path, sizeof(v->path), "%s", path);
-		n = strlen(v->path);
-		if (path[0] == '/') {
-			v->kind = VMA_FILE;
-			if (n > 10 && !strcmp(v->path + n - 10, " (deleted)")) {
-				v->deleted = true;
-				v->path[n - 10] = 0;
-			}
-		} else if (!strcmp(path, "[vdso]")) {
-			v->kind = VMA_VDSO;
-		} else if (!path[0] || path[0] == '[') {
-			v->kind = VMA_ANON;
-		} else {
-			v->kind = VMA_OTHER;
-		}
-	}
-	fclose(f);
-}
-
-static struct vma *maps_find(struct maps *m, uint64_t a)
-{
-	int i;
-
-	for (i = 0; i < m->nr; i++)
-		if (m->v[i].start <= a && a < m->v[i].end)
-			return &m->v[i];
-	return NULL;
-}
-
-/*
- * The GNU build-ID note of ELF64 @fd: its size (0 when none), the ID in
- * @bid and, if @at, the file offset of the ID.
- */
-static int elf_build_id(int fd, uint8_t *bid, off_t *at)
-{
-	Elf64_Ehdr eh;
-	int i;
-
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64)
-		return 0;
-	for (i = 0; i < eh.e_phnum; i++) {
-		char note[1024];
-		size_t pos = 0;
-		Elf64_Phdr ph;
-		ssize_t n;
-
-		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
-		    sizeof(ph))
-			return 0;
-		if (ph.p_type != PT_NOTE)
-			continue;
-		n = pread(fd, note, ph.p_filesz < sizeof(note) ?
-			  ph.p_filesz : sizeof(note), ph.p_offset);
-		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
-			Elf64_Nhdr *nh = (void *)(note + pos);
-			size_t name = pos + sizeof(*nh);
-			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
-
-			if (desc + nh->n_descsz > (size_t)n)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID &&
-			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
-			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
-				memcpy(bid, note + desc, nh->n_descsz);
-				if (at)
-					*at = ph.p_offset + desc;
-				return nh->n_descsz;
-			}
-			pos = desc + ((nh->n_descsz + 3) & ~3UL);
-		}
-	}
-	return 0;
-}
-
-static int path_build_id(const char *path, uint8_t *bid)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int n;
-
-	if (fd < 0)
-		return 0;
-	n = elf_build_id(fd, bid, NULL);
-	close(fd);
-	return n;
-}
-
-/* File offset of the dynamic symbol @sym of ELF64 @fd, 0 if not found */
-static uint64_t elf_sym_offset(int fd, const char *sym)
-{
-	Elf64_Shdr sh, strsh;
-	uint64_t vaddr = 0;
-	Elf64_Ehdr eh;
-	int i;
-
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
-		return 0;
-	for (i = 0; i < eh.e_shnum && !vaddr; i++) {
-		Elf64_Sym st;
-		uint64_t k;
-
-		if (pread(fd, &sh, sizeof(sh), eh.e_shoff + i * sizeof(sh)) !=
-		    sizeof(sh))
-			return 0;
-		if (sh.sh_type != SHT_DYNSYM)
-			continue;
-		if (pread(fd, &strsh, sizeof(strsh),
-			  eh.e_shoff + sh.sh_link * sizeof(strsh)) !=
-		    sizeof(strsh))
-			return 0;
-		for (k = 0; k < sh.sh_size / sizeof(st); k++) {
-			char name[64] = "";
-
-			if (pread(fd, &st, sizeof(st),
-				  sh.sh_offset + k * sizeof(st)) != sizeof(st) ||
-			    pread(fd, name, sizeof(name) - 1,
-				  strsh.sh_offset + st.st_name) <= 0)
-				break;
-			if (!strcmp(name, sym)) {
-				vaddr = st.st_value;
-				break;
-			}
-		}
-	}
-	for (i = 0; i < eh.e_phnum && vaddr; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
-		    sizeof(ph))
-			return 0;
-		if (ph.p_type == PT_LOAD && ph.p_vaddr <= vaddr &&
-		    vaddr < ph.p_vaddr + ph.p_filesz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
-	return 0;
-}
+/* ---- The join: samples, records and the ground truth ---- */
 
 enum verdict { RESOLVED, UNRESOLVED, NOT_CODE, ANON, WRONG };
 
@@ -896,20 +277,6 @@ static void join(struct trace *t, struct maps *m, struct tally *ty,
 	}
 }
 
-/* An integer from a /proc file; INT_MIN if unreadable */
-static int read_int(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	int v = INT_MIN;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = INT_MIN;
-		fclose(f);
-	}
-	return v;
-}
-
 static void tally_print(const char *what, struct tally *ty, struct trace *t)
 {
 	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu joined, %llu in a last entry, %llu excused, %llu in %llu entries without record), %d records (%d duplicate), %llu lost\n",
@@ -955,29 +322,6 @@ static int scale(void)
 	return n > 0 ? n : 1;
 }
 
-/* Where results go, so that the work is not optimised away */
-unsigned long bio_sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static __attribute__((noipa)) unsigned long leaf(unsigned long n)
-{
-	unsigned long x = n;
-
-	while (n--) {
-		x ^= x << 7;
-		x ^= x >> 9;
-		asm volatile("" : "+r" (x));
-	}
-	return x;
-}
-
 /* User-mode work with a system call every 256 rounds */
 static __attribute__((noipa)) unsigned long with_syscalls(unsigned long n)
 {
@@ -1016,20 +360,6 @@ static void burn(double secs)
 		bio_sink += with_syscalls(4000);
 }
 
-/* This program's directory ("" if unknown) */
-static const char *self_dir(void)
-{
-	static char dir[PATH_MAX - 64];
-	ssize_t n;
-
-	if (!dir[0]) {
-		n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-		dir[n < 0 ? 0 : n] = 0;
-		*(strrchr(dir, '/') ?: dir) = 0;
-	}
-	return dir;
-}
-
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
 	int in = open(from, O_RDONLY | O_CLOEXEC), out, ret = 0;
@@ -1054,19 +384,6 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 	return ret;
 }
 
-/* Is the kernel's feature there at all? */
-static bool bio_supported(void)
-{
-	struct perf_event_attr attr;
-	int fd;
-
-	bio_attr(&attr, 100000);
-	fd = perf_open(&attr, 0, -1);
-	if (fd >= 0)
-		close(fd);
-	return fd >= 0;
-}
-
 /*
  * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
  * environment (the test guest of the series sets it).  Returns true when
@@ -1074,100 +391,15 @@ static bool bio_supported(void)
  */
 static bool bio_missing(struct __test_metadata *_metadata)
 {
-	if (bio_supported())
+	struct perf_event_attr attr;
+
+	bio_attr(&attr, 100000);
+	if (bio_supported(&attr))
 		return false;
 	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
 		TH_LOG("perf_event_open: %s", strerror(errno));
 	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
 	     strerror(errno));
-}
-
-static int write_paranoid(int v)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
-	int ret;
-
-	if (!f)
-		return -1;
-	ret = fprintf(f, "%d\n", v) < 0;
-	return fclose(f) || ret ? -1 : 0;
-}
-
-/* Task flags from /proc/.../stat (the ninth field), 0 if unreadable */
-#define PF_IO_WORKER_	0x00000010
-#define PF_USER_WORKER_	0x00004000
-#define PF_KTHREAD_	0x00200000
-
-static unsigned long stat_flags(const char *path)
-{
-	char buf[1024], *p;
-	unsigned long flags = 0;
-	FILE *f = fopen(path, "r");
-	int i;
-
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	p = p ? strrchr(buf, ')') : NULL;
-	/* After "(comm)": state ppid pgrp session tty tpgid flags */
-	for (i = 0; p && i < 7; i++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		flags = strtoul(p + 1, NULL, 10);
-	return flags;
-}
-
-/* Is @pid a kernel thread?  Remembered: system-wide traces ask often */
-static bool is_kthread(pid_t pid)
-{
-	static struct { pid_t pid; bool kthread; } seen[1024];
-	static int nr_seen;
-	char path[64];
-	bool k;
-	int i;
-
-	if (!pid)
-		return true;	/* the idle task */
-	for (i = 0; i < nr_seen; i++)
-		if (seen[i].pid == pid)
-			return seen[i].kthread;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	k = stat_flags(path) & PF_KTHREAD_;
-	if (nr_seen < 1024) {
-		seen[nr_seen].pid = pid;
-		seen[nr_seen++].kthread = k;
-	}
-	return k;
-}
-
-/*
- * Per-CPU events with inheritance, on @child (which waits for a byte on
- * @go_fd): enable them, let it go, drain until it has exited, disable.
- * Returns its wait status.
- */
-static int trace_child(struct ring *rb, int nr_rb, struct trace *t,
-		       int go_fd, pid_t child)
-{
-	int i, status = -1;
-
-	for (i = 0; i < nr_rb; i++)
-		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-	if (write(go_fd, "g", 1) != 1) {
-		kill(child, SIGKILL);
-		waitpid(child, &status, 0);
-		return -1;
-	}
-	while (waitpid(child, &status, WNOHANG) == 0) {
-		for (i = 0; i < nr_rb; i++)
-			ring_drain(&rb[i], t);
-		sleep_us(10000);
-	}
-	for (i = 0; i < nr_rb; i++) {
-		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-		ring_drain(&rb[i], t);
-	}
-	return status;
 }
 
 static int count_tids(struct trace *t)
@@ -1324,7 +556,7 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go[2], status, i;
 	struct perf_event_attr attr;
 	struct work_count *c = shared_count();
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct tally ty;
 	struct ring *rb;
 	struct maps m;
@@ -1350,7 +582,7 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i, RING_PAGES));
-	status = trace_child(rb, nr_cpus, &t, go[1], child);
+	status = trace_child(rb, nr_cpus, &t, go[1], child, 10000);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	trace_index(&t);
@@ -1441,7 +673,7 @@ TEST(signal_entry)
 	struct signalled sg = {};
 	char path[PATH_MAX], eg[160] = "";
 	uint64_t off, pgoff;
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct tally ty;
 	struct ring rb;
 	struct maps m;
@@ -1731,7 +963,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 	bool plain = variant->kind == EXEC_PLAIN, tried = false;
 	uint64_t first_exec = NO_TIME;
 	struct perf_event_attr attr;
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct ring rb;
 	struct maps m;
 	int go[2], i, k;
@@ -2038,7 +1270,7 @@ static void race_fail(struct race_count *c, const char *why)
 /* Drain @rb and count what it held */
 static void race_drain(struct race_count *c, struct ring *rb)
 {
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 
 	ring_drain(rb, &t);
 	race_add(&c->samples, t.nr_s);
@@ -2433,7 +1665,7 @@ TEST_F(pending_ops, run)
 	uint64_t in_ra = 0, in_rx = 0;
 	struct windows *w;
 	int64_t elost;
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct tally ty;
 	struct maps m;
 	pthread_t th;
@@ -2945,8 +2177,7 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 static int ch_setup(struct __test_metadata *_metadata, struct churn *ch)
 {
 	char src[PATH_MAX];
-	uint64_t off;
-	off_t at;
+	uint64_t off, at;
 	int fd, k, j;
 	void *p;
 
@@ -3013,7 +2244,7 @@ TEST(as_churn)
 	struct ch_tally ct = {};
 	struct perf_event_attr attr;
 	struct churn *ch;
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct tally ty = {};
 	pthread_t sampled, churner;
 	struct ring rb;
@@ -3321,7 +2552,7 @@ TEST(kthreads_iouring)
 	uint64_t own = 0, own_unjoined = 0, until;
 	char tmp[] = "/tmp/bio_uring_XXXXXX";
 	struct perf_event_attr attr;
-	struct trace t = {};
+	struct trace t = { .check_ids = true };
 	struct uring u;
 	struct ring *rb;
 	pid_t io_tids[256];

@@ -55,121 +55,21 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
+#include "bio_common.h"
 
 /* Emulated machines with debug kernels are slow */
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 180
 
 #define PG		4096UL
-#define MAX_BUILD_ID	20
-#define USER_TOP	(1ULL << 47)
 #define PERIOD_NS	200000
 
-/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
-struct bio_map {
-	uint64_t start, end, pgoff;
-	uint8_t build_id_size, flags;
-	uint16_t reserved;
-	uint8_t build_id[MAX_BUILD_ID];
-};
-
-struct bio_rec_head {
-	struct perf_event_header header;
-	uint32_t pid, tid;
-	uint64_t cookie;
-	uint32_t nr, flags;
-};
-
-#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
-			 PERF_BIO_F_ADDRS_DROPPED)
-#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
-			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
-			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
 #define BIO_MAP_NONE	(PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_UNREADABLE)
 
 /* The data_src of a software event, which knows no memory source */
 #define FZ_MEM_NA	(PERF_MEM_S(OP, NA) | PERF_MEM_S(LVL, NA) | \
 			 PERF_MEM_S(SNOOP, NA) | PERF_MEM_S(LOCK, NA) | \
 			 PERF_MEM_S(TLB, NA) | PERF_MEM_S(LVLNUM, NA))
-
-/* Where results go, so that the work is not optimised away */
-unsigned long bio_sink;
-
-static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu,
-		     int group, unsigned long flags)
-{
-	return syscall(__NR_perf_event_open, attr, pid, cpu, group, flags);
-}
-
-/* One event and its ring buffer */
-struct ring {
-	int fd;
-	struct perf_event_mmap_page *pg;
-	char *data;
-	uint64_t size;
-};
-
-static int ring_map(struct ring *rb, int pages)
-{
-	void *p = mmap(NULL, (pages + 1) * PG, PROT_READ | PROT_WRITE,
-		       MAP_SHARED, rb->fd, 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
-	rb->pg = p;
-	rb->data = (char *)p + PG;
-	rb->size = pages * PG;
-	return 0;
-}
-
-static void ring_unmap(struct ring *rb)
-{
-	if (rb->pg)
-		munmap(rb->pg, rb->size + PG);
-	rb->pg = NULL;
-}
-
-/*
- * Hand each record between data_tail and data_head to @fn, copied out
- * where it wraps, and free the space.  A record whose size cannot be
- * right stops the walk: returns false.
- */
-static bool ring_walk(struct ring *rb,
-		      void (*fn)(void *arg, const struct perf_event_header *h),
-		      void *arg)
-{
-	/* One per thread: records are up to 64 KiB */
-	static __thread char *buf;
-	uint64_t head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = rb->pg->data_tail;
-	bool ok = true;
-
-	if (!buf)
-		buf = malloc(1 << 16);
-	if (head - tail > rb->size)
-		ok = false;
-	while (ok && tail < head) {
-		uint64_t off = tail % rb->size;
-		struct perf_event_header *h = (void *)(rb->data + off);
-		uint64_t len = h->size;
-
-		if (len < sizeof(*h) || len % 8 || len > head - tail) {
-			ok = false;
-			break;
-		}
-		if (off + len > rb->size) {
-			memcpy(buf, rb->data + off, rb->size - off);
-			memcpy(buf + rb->size - off, rb->data,
-			       len - (rb->size - off));
-			h = (void *)buf;
-		}
-		fn(arg, h);
-		tail += len;
-	}
-	__atomic_store_n(&rb->pg->data_tail, ok ? tail : head,
-			 __ATOMIC_RELEASE);
-	return ok;
-}
 
 /*
  * What is wrong with a PERF_RECORD_BUILD_ID_OFFSET that carries @id_size
@@ -227,46 +127,6 @@ static const char *bio_record_problem(const struct bio_rec_head *h,
  */
 static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_BUILD_ID_OFFSET;
-
-struct sample {
-	uint32_t tid;
-	uint64_t cookie;
-	int nr;
-	uint64_t *addrs;	/* user call chain, IP first */
-};
-
-struct record {
-	uint32_t tid, flags, nr;
-	uint64_t cookie;
-	struct bio_map *maps;
-};
-
-struct trace {
-	struct sample *s;
-	int nr_s, max_s;
-	struct record *r;
-	int nr_r, max_r;
-	uint64_t lost;
-	int bad;		/* malformed records */
-	char why[128];		/* the first problem */
-};
-
-static void *grow(void *p, int *max, size_t elem)
-{
-	*max = *max ? *max * 2 : 256;
-	p = realloc(p, *max * elem);
-	if (!p) {
-		perror("realloc");
-		exit(KSFT_FAIL);
-	}
-	return p;
-}
-
-static void trace_bad(struct trace *t, const char *why)
-{
-	if (!t->bad++)
-		snprintf(t->why, sizeof(t->why), "%s", why);
-}
 
 static void trace_record(struct trace *t, const struct bio_rec_head *h)
 {
@@ -347,40 +207,6 @@ static void trace_drain(struct ring *rb, struct trace *t)
 		trace_bad(t, "record size not sane");
 }
 
-static void trace_free(struct trace *t)
-{
-	int i;
-
-	for (i = 0; i < t->nr_s; i++)
-		free(t->s[i].addrs);
-	for (i = 0; i < t->nr_r; i++)
-		free(t->r[i].maps);
-	free(t->s);
-	free(t->r);
-	memset(t, 0, sizeof(*t));
-}
-
-static const struct record *find_record(const struct trace *t, uint32_t tid,
-					uint64_t cookie)
-{
-	int i;
-
-	for (i = t->nr_r - 1; i >= 0; i--)
-		if (t->r[i].tid == tid && t->r[i].cookie == cookie)
-			return &t->r[i];
-	return NULL;
-}
-
-static const struct bio_map *rec_find(const struct record *r, uint64_t a)
-{
-	uint32_t i;
-
-	for (i = 0; r && i < r->nr; i++)
-		if (r->maps[i].start <= a && a < r->maps[i].end)
-			return &r->maps[i];
-	return NULL;
-}
-
 static bool sample_has(const struct sample *s, uint64_t a)
 {
 	int k;
@@ -426,7 +252,7 @@ static int bio_open(struct ring *rb)
 	};
 
 	memset(rb, 0, sizeof(*rb));
-	rb->fd = perf_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	rb->fd = perf_open(&attr, 0, -1);
 	if (rb->fd < 0)
 		return -errno;
 	if (ring_map(rb, 256)) {
@@ -434,12 +260,6 @@ static int bio_open(struct ring *rb)
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-static void bio_close(struct ring *rb)
-{
-	ring_unmap(rb);
-	close(rb->fd);
 }
 
 /*
@@ -453,7 +273,7 @@ static bool bio_missing(struct __test_metadata *_metadata)
 	int err = bio_open(&rb);
 
 	if (!err) {
-		bio_close(&rb);
+		ring_close(&rb);
 		if (sysconf(_SC_PAGESIZE) != PG)
 			SKIP(return true, "the generated files assume 4 KiB pages");
 #ifndef __x86_64__
@@ -465,38 +285,6 @@ static bool bio_missing(struct __test_metadata *_metadata)
 		TH_LOG("perf_event_open: %s", strerror(-err));
 	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
 	     strerror(-err));
-}
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/*
- * Spin with made-up frames: %rbp points at @frames, a chain of {next
- * frame, return address} pairs going up the stack, so that the user call
- * chain of a sample here (perf's and the deferred unwinder's, both
- * frame-pointer walks) holds those return addresses, which nothing ever
- * executes.  @frames must be in the caller's frame, above the stack
- * pointer: the deferred unwinder takes nothing below it.
- */
-static void fake_frame_spin(unsigned long n, uintptr_t *frames)
-{
-#ifdef __x86_64__
-	uintptr_t saved;
-
-	asm volatile("mov %%rbp, %[saved]\n\t"
-		     "mov %[frame], %%rbp\n"
-		     "1:\tdec %[n]\n\t"
-		     "jnz 1b\n\t"
-		     "mov %[saved], %%rbp"
-		     : [saved] "=&r" (saved), [n] "+r" (n)
-		     : [frame] "r" (frames)
-		     : "memory", "cc");
-#endif
 }
 
 #define MAX_FAKE	32
@@ -536,58 +324,6 @@ static int sample_fake(struct ring *rb, struct trace *t, const uintptr_t *rets,
 }
 
 /* ---- ELF files made up by the test ---- */
-
-/*
- * The GNU build-ID note of @fd, by a reader without the kernel's limits:
- * every program header, any number of them.  0 when none.
- */
-static int elf_build_id(int fd, uint8_t *bid, uint64_t *note_off)
-{
-	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
-	uint64_t phoff, off, filesz;
-	int i, phnum, is64;
-
-	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)sizeof(eh.e32) ||
-	    memcmp(eh.e64.e_ident, ELFMAG, SELFMAG))
-		return 0;
-	is64 = eh.e64.e_ident[EI_CLASS] == ELFCLASS64;
-	phoff = is64 ? eh.e64.e_phoff : eh.e32.e_phoff;
-	phnum = is64 ? eh.e64.e_phnum : eh.e32.e_phnum;
-	for (i = 0; i < phnum; i++) {
-		union { Elf64_Phdr p64; Elf32_Phdr p32; } ph;
-		size_t phsz = is64 ? sizeof(ph.p64) : sizeof(ph.p32);
-		char note[256];
-		size_t pos = 0;
-		ssize_t n;
-
-		if (pread(fd, &ph, phsz, phoff + i * phsz) != (ssize_t)phsz)
-			return 0;
-		if ((is64 ? ph.p64.p_type : ph.p32.p_type) != PT_NOTE)
-			continue;
-		off = is64 ? ph.p64.p_offset : ph.p32.p_offset;
-		filesz = is64 ? ph.p64.p_filesz : ph.p32.p_filesz;
-		n = pread(fd, note, filesz < sizeof(note) ? filesz :
-			  sizeof(note), off);
-		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
-			Elf64_Nhdr *nh = (void *)(note + pos);
-			size_t name = pos + sizeof(*nh);
-			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
-
-			if (desc + nh->n_descsz > (size_t)n)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID &&
-			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
-			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
-				memcpy(bid, note + desc, nh->n_descsz);
-				if (note_off)
-					*note_off = off + desc;
-				return nh->n_descsz;
-			}
-			pos = desc + ((nh->n_descsz + 3) & ~3UL);
-		}
-	}
-	return 0;
-}
 
 /* Where the made-up files keep their note, and its build-ID */
 #define NOTE_OFF	0x200
@@ -986,14 +722,14 @@ TEST(malformed_elf)
 	}
 	ksft_print_msg("malformed_elf: %d files, %d samples, %d records, %d samples in the made-up frames with their record, %llu lost, %u wrong, %u unresolved, %d bad records%s%s\n",
 		       (int)CORPUS_N, t.nr_s, t.nr_r, hits,
-		       (unsigned long long)t.lost, wrong, missing, t.bad,
-		       t.bad ? ", first: " : "", t.why);
-	EXPECT_EQ(0, t.bad);
+		       (unsigned long long)t.lost, wrong, missing, t.bad_records,
+		       t.bad_records ? ", first: " : "", t.why);
+	EXPECT_EQ(0, t.bad_records);
 	EXPECT_LT(0, hits);
 	EXPECT_EQ(0, wrong);
 	EXPECT_EQ(0, missing);
 
-	bio_close(&rb);
+	ring_close(&rb);
 	trace_free(&t);
 	free(checked);
 	for (i = 0; i < CORPUS_N; i++) {
@@ -1007,15 +743,6 @@ TEST(malformed_elf)
 }
 
 /* ---- pageout ---- */
-
-static const char *self_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-
-	buf[n < 0 ? 0 : n] = 0;
-	*(strrchr(buf, '/') ?: buf) = 0;
-	return buf;
-}
 
 static int page_resident(void *addr)
 {
@@ -1039,7 +766,7 @@ static int page_resident(void *addr)
  */
 TEST(pageout)
 {
-	char dir[PATH_MAX - 64], path[PATH_MAX];
+	char path[PATH_MAX];
 	uint8_t bid[MAX_BUILD_ID];
 	uint64_t note_off, addr;
 	int fd, n, before, paged, after, i, ok = 0, unreadable = 0;
@@ -1054,8 +781,7 @@ TEST(pageout)
 
 	if (bio_missing(_metadata))
 		return;
-	snprintf(path, sizeof(path), "%s/libbio_notepage.so",
-		 self_dir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/libbio_notepage.so", self_dir());
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
 	n = elf_build_id(fd, bid, &note_off);
@@ -1114,11 +840,11 @@ TEST(pageout)
 	ksft_print_msg("pageout: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost; note page resident after: %d\n",
 		       t.nr_s, t.nr_r, hits, nrec, ok, unreadable, wrong,
 		       (unsigned long long)t.lost, page_resident(base + PG));
-	EXPECT_EQ(0, t.bad) TH_LOG("%s", t.why);
+	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	EXPECT_LT(0, nrec);
 	EXPECT_EQ(0, wrong);
 	EXPECT_EQ(nrec, ok + unreadable);
-	bio_close(&rb);
+	ring_close(&rb);
 	trace_free(&t);
 	free(checked);
 out:
@@ -1325,13 +1051,13 @@ TEST(shared_writer)
 		       (unsigned long long)t.lost);
 	if (first_wrong[0])
 		ksft_print_msg("first wrong: %s\n", first_wrong);
-	EXPECT_EQ(0, t.bad) TH_LOG("%s", t.why);
+	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	EXPECT_LT(0, hits);
 	EXPECT_LT(0, w.by_mmap);
 	EXPECT_LT(0, w.by_pwrite);
 	EXPECT_EQ(0, counts[V_WRONG]);
 
-	bio_close(&rb);
+	ring_close(&rb);
 	trace_free(&t);
 	rw_file_free(&f);
 }
@@ -1399,12 +1125,12 @@ TEST(shared_writer_settled)
 			       counts[V_UNREADABLE],
 			       counts[V_WRONG] + counts[V_MIXED],
 			       first_wrong[0] ? ": " : "", first_wrong);
-		EXPECT_EQ(0, t.bad) TH_LOG("%s", t.why);
+		EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 		EXPECT_LT(0, hits);
 		EXPECT_EQ(0, counts[V_B] + counts[V_MIXED] + counts[V_WRONG])
 			TH_LOG("%s: a build-ID the file no longer has",
 			       step[i].what);
-		bio_close(&rb);
+		ring_close(&rb);
 		trace_free(&t);
 	}
 	rw_file_free(&f);
@@ -1471,7 +1197,7 @@ TEST(stack_user_empty_dump)
 
 	if (bio_missing(_metadata))
 		return;
-	rb.fd = perf_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	rb.fd = perf_open(&attr, 0, -1);
 	ASSERT_LE(0, rb.fd) TH_LOG("perf_event_open: %s", strerror(errno));
 	ASSERT_EQ(0, ring_map(&rb, 64));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
@@ -1531,7 +1257,7 @@ TEST(stack_user_size_limit)
 
 	if (bio_missing(_metadata))
 		return;
-	rb.fd = perf_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	rb.fd = perf_open(&attr, 0, -1);
 	ASSERT_LE(0, rb.fd) TH_LOG("perf_event_open: %s", strerror(errno));
 	ASSERT_EQ(0, ring_map(&rb, 64));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
@@ -1948,9 +1674,9 @@ static void fs_child(struct fs_shared *sh, const char *path,
 	}
 	sh->nr_s = t.nr_s;
 	sh->nr_r = t.nr_r;
-	sh->bad = t.bad;
+	sh->bad = t.bad_records;
 	sh->lost = t.lost;
-	if (t.bad)
+	if (t.bad_records)
 		snprintf(sh->why, sizeof(sh->why), "%s", t.why);
 	_exit(0);
 }
@@ -2585,7 +2311,7 @@ static int fz_open(struct fz_attr *fa)
 		group = fz.slot[fa->group_pick].fd;
 
 	t = now();
-	fd = perf_open(&fa->attr, pid, cpu, group, fa->flags);
+	fd = sys_perf_event_open(&fa->attr, pid, cpu, group, fa->flags);
 	err = fd < 0 ? errno : 0;
 	fz.t_open += now() - t;
 	fz.opens++;
@@ -2918,23 +2644,11 @@ static int fz_ioctl(int fd, int other, uint64_t what, uint64_t arg)
 	}
 }
 
-__attribute__((noipa)) static unsigned long fz_leaf(unsigned long n)
-{
-	unsigned long x = n;
-
-	while (n--) {
-		x ^= x << 7;
-		x ^= x >> 9;
-		asm volatile("" : "+r" (x));
-	}
-	return x;
-}
-
 __attribute__((noipa)) static unsigned long fz_mid(unsigned long n)
 {
 	if (!(n % 4))
 		syscall(__NR_getppid);
-	return fz_leaf(n) + 1;
+	return leaf(n) + 1;
 }
 
 __attribute__((noipa)) static unsigned long fz_top(unsigned long n)

@@ -1,0 +1,821 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers of the PERF_SAMPLE_BUILD_ID_OFFSET selftests (build_id_offset,
+ * build_id_offset_robust, build_id_offset_races); bio_common.h says what
+ * they share.  Built with frame pointers like the programs, as its code is
+ * on the sampled call chains too.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "../kselftest.h"
+#include "bio_common.h"
+
+unsigned long bio_sink;
+
+/* ---- Events and their ring buffers ---- */
+
+int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,
+			int group, unsigned long flags)
+{
+	return syscall(__NR_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	return sys_perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/*
+ * A cpu-clock event sampling this layout (the one ring_drain() parses)
+ * every @period_ns, which also receives the records; disabled
+ */
+void sample_attr(struct perf_event_attr *attr, uint64_t period_ns)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = PERF_TYPE_SOFTWARE;
+	attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	attr->sample_period = period_ns;
+	attr->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+		PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN |
+		PERF_SAMPLE_BUILD_ID_OFFSET;
+	attr->sample_id_all = 1;
+	attr->exclude_callchain_kernel = 1;
+	attr->defer_output = 1;
+	attr->disabled = 1;
+}
+
+bool bio_supported(struct perf_event_attr *attr)
+{
+	int fd = perf_open(attr, 0, -1);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* Map the ring buffer of @rb->fd; the data pages are read-only */
+int ring_map(struct ring *rb, int pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 rb->fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	rb->pg = p;
+	rb->data = (char *)p + page;
+	rb->size = (uint64_t)pages * page;
+	return 0;
+}
+
+void ring_unmap(struct ring *rb)
+{
+	if (rb->pg)
+		munmap(rb->pg, rb->size + sysconf(_SC_PAGESIZE));
+	rb->pg = NULL;
+}
+
+/* Open an event and map its ring buffer of @pages data pages */
+int ring_open(struct ring *rb, struct perf_event_attr *attr, pid_t pid,
+	      int cpu, int pages)
+{
+	int err;
+
+	memset(rb, 0, sizeof(*rb));
+	rb->fd = perf_open(attr, pid, cpu);
+	if (rb->fd < 0)
+		return -errno;
+	err = ring_map(rb, pages);
+	if (err)
+		close(rb->fd);
+	return err;
+}
+
+void ring_close(struct ring *rb)
+{
+	ring_unmap(rb);
+	close(rb->fd);
+}
+
+/*
+ * The record of @len bytes at @off in the data area of @rb, copied out
+ * into @buf where it wraps
+ */
+static struct perf_event_header *ring_record(struct ring *rb, uint64_t off,
+					     uint64_t len, char *buf)
+{
+	if (off + len <= rb->size)
+		return (void *)(rb->data + off);
+	memcpy(buf, rb->data + off, rb->size - off);
+	memcpy(buf + rb->size - off, rb->data, len - (rb->size - off));
+	return (void *)buf;
+}
+
+/*
+ * Hand each record between data_tail and data_head to @fn, copied out
+ * where it wraps, and free the space.  A record whose size cannot be
+ * right stops the walk: returns false.
+ */
+bool ring_walk(struct ring *rb,
+	       void (*fn)(void *arg, const struct perf_event_header *h),
+	       void *arg)
+{
+	/* One per thread: records are up to 64 KiB */
+	static __thread char *buf;
+	uint64_t head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = rb->pg->data_tail;
+	bool ok = true;
+
+	if (!buf)
+		buf = malloc(1 << 16);
+	if (head - tail > rb->size)
+		ok = false;
+	while (ok && tail < head) {
+		uint64_t off = tail % rb->size;
+		struct perf_event_header *h = (void *)(rb->data + off);
+		uint64_t len = h->size;
+
+		if (len < sizeof(*h) || len % 8 || len > head - tail) {
+			ok = false;
+			break;
+		}
+		fn(arg, ring_record(rb, off, len, buf));
+		tail += len;
+	}
+	__atomic_store_n(&rb->pg->data_tail, ok ? tail : head,
+			 __ATOMIC_RELEASE);
+	return ok;
+}
+
+/* ---- Samples and records read back ---- */
+
+void *grow(void *p, int *max, size_t elem)
+{
+	*max = *max ? *max * 2 : 1024;
+	p = realloc(p, *max * elem);
+	if (!p) {
+		perror("realloc");
+		exit(KSFT_FAIL);
+	}
+	return p;
+}
+
+void trace_bad(struct trace *t, const char *why)
+{
+	if (!t->bad_records++)
+		snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+static const struct sample_id *trailer(const struct perf_event_header *h)
+{
+	return (const void *)((const char *)h + h->size -
+			      sizeof(struct sample_id));
+}
+
+static void parse_record(struct trace *t, const struct bio_rec_head *h)
+{
+	const struct bio_map *maps = (const void *)(h + 1);
+	const struct sample_id *id;
+	struct record *r;
+	uint32_t i, j;
+
+	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
+			      sizeof(*id)) {
+		trace_bad(t, "record size does not match nr");
+		return;
+	}
+	id = (const void *)(maps + h->nr);
+	if (h->flags & ~BIO_F_KNOWN)
+		trace_bad(t, "unknown record flags");
+	if (h->header.misc != PERF_RECORD_MISC_USER)
+		trace_bad(t, "header.misc is not PERF_RECORD_MISC_USER");
+	if (id->res)
+		trace_bad(t, "sample_id padding not zero");
+	if (!h->cookie)
+		trace_bad(t, "record with cookie 0");
+	if (t->check_ids && (id->pid != h->pid || id->tid != h->tid))
+		trace_bad(t, "record pid/tid differ from its sample_id");
+	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
+		trace_bad(t, "MM_CHANGED record with maps of the new program");
+	for (i = 0; i < h->nr; i++) {
+		const struct bio_map *m = &maps[i];
+
+		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
+			trace_bad(t, "map reserved bits set");
+		if (m->build_id_size > MAX_BUILD_ID)
+			trace_bad(t, "build_id_size too large");
+		for (j = m->build_id_size; j < MAX_BUILD_ID; j++)
+			if (m->build_id[j])
+				trace_bad(t, "build_id padding not zero");
+		if (m->start >= m->end || m->end > USER_TOP)
+			trace_bad(t, "map is not a user range");
+		if (i && maps[i - 1].end > m->start)
+			trace_bad(t, "maps not sorted or overlapping");
+		if (m->pgoff % sysconf(_SC_PAGESIZE))
+			trace_bad(t, "pgoff not page aligned");
+		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
+						       m->build_id_size))
+			trace_bad(t, "anonymous map with offset or build-ID");
+	}
+
+	if (t->nr_r == t->max_r)
+		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
+	r = &t->r[t->nr_r++];
+	r->pid = h->pid;
+	r->tid = h->tid;
+	r->cpu = id->cpu;
+	r->time = id->time;
+	r->cookie = h->cookie;
+	r->flags = h->flags;
+	r->nr = h->nr;
+	r->first = NO_TIME;
+	r->maps = malloc(h->nr * sizeof(*maps) + 1);
+	memcpy(r->maps, maps, h->nr * sizeof(*maps));
+}
+
+static void parse_sample(struct trace *t, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const uint64_t *end = (const void *)((const char *)h + h->size);
+	uint64_t ip, nr, i;
+	struct sample *s;
+	bool user = false;
+
+	if (t->nr_s == t->max_s)
+		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
+	s = &t->s[t->nr_s];
+	ip = *p++;
+	s->pid = *p & 0xffffffff;
+	s->tid = *p++ >> 32;
+	s->time = *p++;
+	s->cpu = *p++ & 0xffffffff;
+	nr = *p++;
+	if (p + nr + 1 != end) {
+		trace_bad(t, "sample size does not match its fields");
+		return;
+	}
+	s->addrs = malloc((nr + 1) * sizeof(uint64_t));
+	s->nr = 0;
+	s->next = NO_TIME;
+	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+		    PERF_RECORD_MISC_KERNEL;
+	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
+		s->addrs[s->nr++] = ip;
+	for (i = 0; i < nr; i++) {
+		if (p[i] >= PERF_CONTEXT_MAX) {
+			user = p[i] == PERF_CONTEXT_USER;
+			continue;
+		}
+		/* The sample's own user IP comes first: keep it once */
+		if (user && !(s->nr == 1 && i && p[i] == ip &&
+			      p[i - 1] == PERF_CONTEXT_USER))
+			s->addrs[s->nr++] = p[i];
+	}
+	s->cookie = p[nr];
+	t->nr_s++;
+}
+
+static void parse_comm(struct trace *t, const struct perf_event_header *h)
+{
+	const uint32_t *ids = (const void *)(h + 1);
+	struct exec_mark *x;
+
+	if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+		return;
+	if (t->nr_x == t->max_x)
+		t->x = grow(t->x, &t->max_x, sizeof(*t->x));
+	x = &t->x[t->nr_x++];
+	x->pid = ids[0];
+	x->tid = ids[1];
+	x->time = trailer(h)->time;
+}
+
+/* Copy out what the kernel wrote since the last call */
+void ring_drain(struct ring *rb, struct trace *t)
+{
+	static __thread char buf[1 << 16];
+	uint64_t head, tail;
+
+	if (!rb->pg)
+		return;
+	head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
+	tail = rb->pg->data_tail;
+	while (tail < head) {
+		uint64_t off = tail % rb->size, len;
+		struct perf_event_header *h = (void *)(rb->data + off);
+
+		len = h->size;
+		if (!len) {
+			trace_bad(t, "zero-sized record in the ring");
+			tail = head;
+			break;
+		}
+		h = ring_record(rb, off, len, buf);
+		switch (h->type) {
+		case PERF_RECORD_SAMPLE:
+			parse_sample(t, h);
+			break;
+		case PERF_RECORD_BUILD_ID_OFFSET:
+			parse_record(t, (void *)h);
+			break;
+		case PERF_RECORD_COMM:
+			parse_comm(t, h);
+			break;
+		case PERF_RECORD_LOST:
+			t->lost += ((uint64_t *)(h + 1))[1];
+			break;
+		case PERF_RECORD_THROTTLE:
+			t->throttled++;
+			break;
+		}
+		tail += len;
+	}
+	__atomic_store_n(&rb->pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/*
+ * Enable the events of @rb, let @child go (a byte on @go_fd) and drain
+ * into @t every @poll_us until it has exited; disable them.  Returns its
+ * wait status.
+ */
+int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
+		pid_t child, unsigned int poll_us)
+{
+	int i, status = -1;
+
+	for (i = 0; i < nr_rb; i++)
+		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+	if (write(go_fd, "g", 1) != 1) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		return -1;
+	}
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		for (i = 0; i < nr_rb; i++)
+			ring_drain(&rb[i], t);
+		usleep(poll_us);
+	}
+	for (i = 0; i < nr_rb; i++) {
+		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		ring_drain(&rb[i], t);
+	}
+	return status;
+}
+
+static int cmp_record(const void *a, const void *b)
+{
+	const struct record *x = *(struct record * const *)a;
+	const struct record *y = *(struct record * const *)b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->cookie != y->cookie)
+		return x->cookie < y->cookie ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Once everything is read: index the records by (tid, cookie), counting
+ * duplicates, and sort the samples by tid and time, noting for each the
+ * time of the first sample of its entry, of the last sample of its tid
+ * in an earlier entry and of the next sample in a later one.  The entry
+ * began after prev and ended before next; its record was written in
+ * between.  Not always after first: the work may run before the last
+ * samples of the entry (they then find it done), and the samples of the
+ * entry before first may have been dropped.
+ */
+void trace_index(struct trace *t)
+{
+	int i;
+
+	t->by_cookie = malloc((t->nr_r + 1) * sizeof(*t->by_cookie));
+	for (i = 0; i < t->nr_r; i++)
+		t->by_cookie[i] = &t->r[i];
+	qsort(t->by_cookie, t->nr_r, sizeof(*t->by_cookie), cmp_record);
+	for (i = 1; i < t->nr_r; i++)
+		t->dup_records += !cmp_record(&t->by_cookie[i - 1],
+					      &t->by_cookie[i]);
+
+	/* The samples of one entry are next to each other in time */
+	qsort(t->s, t->nr_s, sizeof(*t->s), cmp_sample);
+	for (i = t->nr_s - 2; i >= 0; i--) {
+		struct sample *s = &t->s[i], *n = &t->s[i + 1];
+
+		if (n->tid == s->tid)
+			s->next = n->cookie != s->cookie ? n->time : n->next;
+	}
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i], *p = i ? s - 1 : NULL;
+		bool same_tid = p && p->tid == s->tid;
+
+		s->first = same_tid && p->cookie == s->cookie ? p->first : s->time;
+		s->prev = !same_tid ? 0 : p->cookie != s->cookie ? p->time :
+			  p->prev;
+	}
+}
+
+/*
+ * The record of (@tid, @cookie): by the index once trace_index() has made
+ * one, else the last one read
+ */
+struct record *find_record(const struct trace *t, uint32_t tid,
+			   uint64_t cookie)
+{
+	struct record key = { .tid = tid, .cookie = cookie }, *pk = &key;
+	struct record **r;
+	int i;
+
+	if (t->by_cookie) {
+		r = bsearch(&pk, t->by_cookie, t->nr_r, sizeof(*t->by_cookie),
+			    cmp_record);
+		return r ? *r : NULL;
+	}
+	for (i = t->nr_r - 1; i >= 0; i--)
+		if (t->r[i].tid == tid && t->r[i].cookie == cookie)
+			return &t->r[i];
+	return NULL;
+}
+
+/* The map of @r that holds @a (its maps are sorted), or NULL */
+const struct bio_map *rec_find(const struct record *r, uint64_t a)
+{
+	int lo = 0, hi = r ? r->nr : 0;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (a < r->maps[mid].start)
+			hi = mid;
+		else if (a >= r->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &r->maps[mid];
+	}
+	return NULL;
+}
+
+void trace_free(struct trace *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_s; i++)
+		free(t->s[i].addrs);
+	for (i = 0; i < t->nr_r; i++)
+		free(t->r[i].maps);
+	free(t->s);
+	free(t->r);
+	free(t->x);
+	free(t->by_cookie);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
+
+/* Parse @file, /proc/PID/maps or a copy of it */
+void maps_read(struct maps *m, const char *file)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen(file, "r");
+
+	m->v = NULL;
+	m->nr = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off;
+		char perms[8] = "", *path;
+		struct vma *v;
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*u %n", &s, &e,
+			   perms, &off, &pos) < 4 || !pos)
+			continue;
+		m->v = realloc(m->v, (m->nr + 1) * sizeof(*m->v));
+		v = &m->v[m->nr++];
+		memset(v, 0, sizeof(*v));
+		v->start = s;
+		v->end = e;
+		v->pgoff = off;
+		v->bid_size = -1;
+		v->exec = strchr(perms, 'x');
+		path = line + pos;
+		path[strcspn(path, "\n")] = 0;
+		snprintf(v->path, sizeof(v->path), "%s", path);
+		if (path[0] == '/') {
+			size_t n = strlen(v->path);
+
+			v->kind = VMA_FILE;
+			if (n > 10 && !strcmp(v->path + n - 10, " (deleted)")) {
+				v->deleted = true;
+				v->path[n - 10] = 0;
+			}
+		} else if (!strcmp(path, "[vdso]")) {
+			v->kind = VMA_VDSO;
+			v->want_flags = PERF_BIO_MAP_VDSO;
+		} else if (!path[0] || !strcmp(path, "[heap]") ||
+			   !strncmp(path, "[stack", 6) ||
+			   !strncmp(path, "[anon", 5)) {
+			v->kind = VMA_ANON;
+			v->want_flags = PERF_BIO_MAP_ANON;
+		} else {
+			v->kind = VMA_OTHER;
+		}
+	}
+	fclose(f);
+}
+
+struct vma *maps_find(struct maps *m, uint64_t a)
+{
+	int i;
+
+	for (i = 0; i < m->nr; i++)
+		if (m->v[i].start <= a && a < m->v[i].end)
+			return &m->v[i];
+	return NULL;
+}
+
+/*
+ * The GNU build-ID note of an ELF file (64 or 32-bit), by a reader
+ * without the kernel's limits (every program header, any number of
+ * them): its size (0 when none), the ID in @bid and, if @note_off, the
+ * file offset of the ID.
+ */
+int elf_build_id(int fd, uint8_t *bid, uint64_t *note_off)
+{
+	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
+	uint64_t phoff, off, filesz;
+	int i, phnum, is64;
+	uint32_t type;
+
+	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)sizeof(eh.e32) ||
+	    memcmp(eh.e64.e_ident, ELFMAG, SELFMAG))
+		return 0;
+	is64 = eh.e64.e_ident[EI_CLASS] == ELFCLASS64;
+	phoff = is64 ? eh.e64.e_phoff : eh.e32.e_phoff;
+	phnum = is64 ? eh.e64.e_phnum : eh.e32.e_phnum;
+	for (i = 0; i < phnum; i++) {
+		union { Elf64_Phdr p64; Elf32_Phdr p32; } ph;
+		size_t phsz = is64 ? sizeof(ph.p64) : sizeof(ph.p32);
+		char note[1024];
+		size_t pos = 0;
+		ssize_t n;
+
+		if (pread(fd, &ph, phsz, phoff + i * phsz) != (ssize_t)phsz)
+			return 0;
+		type = is64 ? ph.p64.p_type : ph.p32.p_type;
+		off = is64 ? ph.p64.p_offset : ph.p32.p_offset;
+		filesz = is64 ? ph.p64.p_filesz : ph.p32.p_filesz;
+		if (type != PT_NOTE)
+			continue;
+		n = pread(fd, note, filesz < sizeof(note) ? filesz :
+			  sizeof(note), off);
+		/* Elf32_Nhdr and Elf64_Nhdr are the same three words */
+		while (n > 0 && pos + sizeof(Elf64_Nhdr) <= (size_t)n) {
+			Elf64_Nhdr *nh = (void *)(note + pos);
+			size_t name = pos + sizeof(*nh);
+			size_t desc = name + ((nh->n_namesz + 3) & ~3UL);
+
+			if (desc + nh->n_descsz > (size_t)n)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(note + name, "GNU", 4) &&
+			    nh->n_descsz && nh->n_descsz <= MAX_BUILD_ID) {
+				memcpy(bid, note + desc, nh->n_descsz);
+				if (note_off)
+					*note_off = off + desc;
+				return nh->n_descsz;
+			}
+			pos = desc + ((nh->n_descsz + 3) & ~3UL);
+		}
+	}
+	return 0;
+}
+
+int path_build_id(const char *path, uint8_t *bid)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int n;
+
+	if (fd < 0)
+		return 0;
+	n = elf_build_id(fd, bid, NULL);
+	close(fd);
+	return n;
+}
+
+/* File offset of the dynamic symbol @sym of ELF64 @fd, 0 if not found */
+uint64_t elf_sym_offset(int fd, const char *sym)
+{
+	Elf64_Shdr sh, strsh;
+	uint64_t vaddr = 0;
+	Elf64_Ehdr eh;
+	int i;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		return 0;
+	for (i = 0; i < eh.e_shnum && !vaddr; i++) {
+		Elf64_Sym st;
+		uint64_t k;
+
+		if (pread(fd, &sh, sizeof(sh), eh.e_shoff + i * sizeof(sh)) !=
+		    sizeof(sh))
+			return 0;
+		if (sh.sh_type != SHT_DYNSYM)
+			continue;
+		if (pread(fd, &strsh, sizeof(strsh),
+			  eh.e_shoff + sh.sh_link * sizeof(strsh)) !=
+		    sizeof(strsh))
+			return 0;
+		for (k = 0; k < sh.sh_size / sizeof(st); k++) {
+			char name[64] = "";
+
+			if (pread(fd, &st, sizeof(st),
+				  sh.sh_offset + k * sizeof(st)) != sizeof(st) ||
+			    pread(fd, name, sizeof(name) - 1,
+				  strsh.sh_offset + st.st_name) <= 0)
+				break;
+			if (!strcmp(name, sym)) {
+				vaddr = st.st_value;
+				break;
+			}
+		}
+	}
+	for (i = 0; i < eh.e_phnum && vaddr; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
+		    sizeof(ph))
+			return 0;
+		if (ph.p_type == PT_LOAD && ph.p_vaddr <= vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz)
+			return vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
+/* ---- This program, this task, this system ---- */
+
+double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noipa)) unsigned long leaf(unsigned long n)
+{
+	unsigned long x = n;
+
+	while (n--) {
+		x ^= x << 7;
+		x ^= x >> 9;
+		asm volatile("" : "+r" (x));
+	}
+	return x;
+}
+
+/*
+ * Spin with made-up frames: %rbp points at @frames, a chain of {next
+ * frame, return address} pairs going up the stack ({0, return address}
+ * for one), so that the user call chain of a sample here (perf's and the
+ * deferred unwinder's, both frame-pointer walks) holds those return
+ * addresses, which nothing ever executes.  @frames must be in the
+ * caller's frame, above the stack pointer: the deferred unwinder takes
+ * nothing below it (a leaf's red zone).
+ */
+void fake_frame_spin(unsigned long n, uintptr_t *frames)
+{
+#ifdef __x86_64__
+	uintptr_t saved;
+
+	asm volatile("mov %%rbp, %[saved]\n\t"
+		     "mov %[frame], %%rbp\n"
+		     "1:\tdec %[n]\n\t"
+		     "jnz 1b\n\t"
+		     "mov %[saved], %%rbp"
+		     : [saved] "=&r" (saved), [n] "+r" (n)
+		     : [frame] "r" (frames)
+		     : "memory", "cc");
+#endif
+}
+
+/* This program's path, read once ("" if unreadable) */
+const char *self_exe(void)
+{
+	static char exe[PATH_MAX - 64];
+	ssize_t n;
+
+	if (!exe[0]) {
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n < 0 ? 0 : n] = 0;
+	}
+	return exe;
+}
+
+/* This program's directory ("" if unknown) */
+const char *self_dir(void)
+{
+	static char dir[PATH_MAX - 64];
+
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "%s", self_exe());
+		*(strrchr(dir, '/') ?: dir) = 0;
+	}
+	return dir;
+}
+
+/* An integer from a /proc file; INT_MIN if unreadable */
+int read_int(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = INT_MIN;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = INT_MIN;
+		fclose(f);
+	}
+	return v;
+}
+
+int write_paranoid(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%d\n", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* Task flags from /proc/.../stat (the ninth field), 0 if unreadable */
+unsigned long stat_flags(const char *path)
+{
+	char buf[1024], *p;
+	unsigned long flags = 0;
+	FILE *f = fopen(path, "r");
+	int i;
+
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	/* After "(comm)": state ppid pgrp session tty tpgid flags */
+	for (i = 0; p && i < 7; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		flags = strtoul(p + 1, NULL, 10);
+	return flags;
+}
+
+/* Is @pid a kernel thread?  Remembered: system-wide traces ask often */
+bool is_kthread(pid_t pid)
+{
+	static struct { pid_t pid; bool kthread; } seen[1024];
+	static int nr_seen;
+	char path[64];
+	bool k;
+	int i;
+
+	if (!pid)
+		return true;	/* the idle task */
+	for (i = 0; i < nr_seen; i++)
+		if (seen[i].pid == pid)
+			return seen[i].kthread;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	k = stat_flags(path) & PF_KTHREAD_;
+	if (nr_seen < 1024) {
+		seen[nr_seen].pid = pid;
+		seen[nr_seen++].kthread = k;
+	}
+	return k;
+}

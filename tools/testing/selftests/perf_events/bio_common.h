@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What build_id_offset, build_id_offset_robust and build_id_offset_races
+ * share: the layout of PERF_RECORD_BUILD_ID_OFFSET, an event and its ring
+ * buffer, the samples and records read from it, the ground truth of
+ * /proc/PID/maps and of the ELF notes of the mapped files, and a few
+ * helpers around them.
+ */
+#ifndef BIO_COMMON_H
+#define BIO_COMMON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/perf_event.h>
+
+#define MAX_BUILD_ID	20
+#define USER_TOP	(1ULL << 47)
+#define NO_TIME		UINT64_MAX
+
+/* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
+struct bio_map {
+	uint64_t start, end, pgoff;
+	uint8_t build_id_size, flags;
+	uint16_t reserved;
+	uint8_t build_id[MAX_BUILD_ID];
+};
+
+struct bio_rec_head {
+	struct perf_event_header header;
+	uint32_t pid, tid;
+	uint64_t cookie;
+	uint32_t nr, flags;
+};
+
+#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
+			 PERF_BIO_F_ADDRS_DROPPED)
+#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
+			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
+			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
+
+/* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+};
+
+/* Where results go, so that the work is not optimised away */
+extern unsigned long bio_sink;
+
+/* ---- Events and their ring buffers ---- */
+
+/* One event and its ring buffer */
+struct ring {
+	int fd;
+	struct perf_event_mmap_page *pg;
+	char *data;
+	uint64_t size;
+};
+
+int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,
+			int group, unsigned long flags);
+/* No group, close-on-exec */
+int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu);
+void sample_attr(struct perf_event_attr *attr, uint64_t period_ns);
+/* Does the kernel take @attr?  errno says why not */
+bool bio_supported(struct perf_event_attr *attr);
+
+int ring_map(struct ring *rb, int pages);
+void ring_unmap(struct ring *rb);
+int ring_open(struct ring *rb, struct perf_event_attr *attr, pid_t pid,
+	      int cpu, int pages);
+void ring_close(struct ring *rb);
+bool ring_walk(struct ring *rb,
+	       void (*fn)(void *arg, const struct perf_event_header *h),
+	       void *arg);
+
+/* ---- Samples and records read back ---- */
+
+/*
+ * What the tests keep of the samples and records they read.  ring_drain()
+ * parses samples of IP, TID, TIME, CPU, CALLCHAIN and the cookie and
+ * records with that sample_id; build_id_offset_robust fills the fields its
+ * own layout has.
+ */
+struct sample {
+	uint32_t pid, tid, cpu;
+	uint64_t time, cookie;
+	bool kernel;		/* taken in kernel mode */
+	int nr;			/* user addresses */
+	uint64_t *addrs;	/* user call chain, IP first */
+	/* Set by trace_index() */
+	uint64_t first;		/* time of the first sample of its entry */
+	uint64_t prev;		/* of the tid's last sample before the entry */
+	uint64_t next;		/* time of the tid's next entry's sample */
+};
+
+struct record {
+	uint32_t pid, tid, cpu, flags, nr;
+	uint64_t time, cookie;
+	uint64_t first;		/* time of the first sample joined to it */
+	struct bio_map *maps;
+};
+
+/* PERF_RECORD_COMM of an exec */
+struct exec_mark {
+	uint32_t pid, tid;
+	uint64_t time;
+};
+
+struct trace {
+	struct sample *s;
+	int nr_s, max_s;
+	struct record *r;
+	int nr_r, max_r;
+	struct exec_mark *x;
+	int nr_x, max_x;
+	uint64_t lost, throttled;
+	bool check_ids;		/* a record's pid/tid must be its sample_id's */
+	int bad_records;	/* layout, padding or pointer problems */
+	char why[128];		/* the first of them */
+	/* Set by trace_index() */
+	struct record **by_cookie;
+	int dup_records;	/* records of a (tid, cookie) seen before */
+};
+
+void *grow(void *p, int *max, size_t elem);
+void trace_bad(struct trace *t, const char *why);
+void ring_drain(struct ring *rb, struct trace *t);
+int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
+		pid_t child, unsigned int poll_us);
+void trace_index(struct trace *t);
+struct record *find_record(const struct trace *t, uint32_t tid,
+			   uint64_t cookie);
+const struct bio_map *rec_find(const struct record *r, uint64_t a);
+void trace_free(struct trace *t);
+
+/* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
+
+enum vma_kind { VMA_ANON, VMA_FILE, VMA_VDSO, VMA_OTHER };
+
+struct vma {
+	uint64_t start, end, pgoff;
+	enum vma_kind kind;
+	bool deleted, exec;
+	char path[PATH_MAX];
+	/* Filled lazily from the file, or set by the test */
+	int bid_size;		/* -1: not known yet */
+	uint8_t bid[MAX_BUILD_ID];
+	uint8_t want_flags;	/* must be set in the record's map */
+};
+
+struct maps {
+	struct vma *v;
+	int nr;
+};
+
+void maps_read(struct maps *m, const char *file);
+struct vma *maps_find(struct maps *m, uint64_t a);
+int elf_build_id(int fd, uint8_t *bid, uint64_t *note_off);
+int path_build_id(const char *path, uint8_t *bid);
+uint64_t elf_sym_offset(int fd, const char *sym);
+
+/* ---- This program, this task, this system ---- */
+
+double cpu_seconds(void);
+unsigned long leaf(unsigned long n);
+void fake_frame_spin(unsigned long n, uintptr_t *frames);
+const char *self_exe(void);
+const char *self_dir(void);
+int read_int(const char *path);
+int write_paranoid(int v);
+
+/* Task flags from /proc/.../stat */
+#define PF_IO_WORKER_	0x00000010
+#define PF_USER_WORKER_	0x00004000
+#define PF_KTHREAD_	0x00200000
+
+unsigned long stat_flags(const char *path);
+bool is_kthread(pid_t pid);
+
+#endif /* BIO_COMMON_H */
