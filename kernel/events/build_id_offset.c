@@ -1076,6 +1076,7 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	struct perf_bio_table *tab = NULL;
 	struct perf_bio_resolve res = {};
 	u64 start = perf_bio_clock();
+	unsigned long entry_ip;
 	bool live = false;
 	unsigned int nr;
 
@@ -1110,8 +1111,9 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	 * handler), rt_sigreturn() restoring the interrupted registers.
 	 * Their callers are on both walks; that IP is only here.
 	 */
-	if (READ_ONCE(bt->cookie) == cookie && bt->entry_ip != res.addrs[0])
-		res.addrs[res.nr_addrs++] = bt->entry_ip;
+	entry_ip = READ_ONCE(bt->entry_ip);
+	if (READ_ONCE(bt->cookie) == cookie && entry_ip != res.addrs[0])
+		res.addrs[res.nr_addrs++] = entry_ip;
 	if (trace->nr)
 		memcpy(res.addrs + res.nr_addrs, trace->entries,
 		       trace->nr * sizeof(*res.addrs));
