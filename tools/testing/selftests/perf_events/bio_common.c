@@ -181,6 +181,26 @@ void trace_bad(struct trace *t, const char *why)
 		snprintf(t->why, sizeof(t->why), "%s", why);
 }
 
+struct record *trace_add_record(struct trace *t, const struct bio_rec_head *h)
+{
+	size_t len = h->nr * sizeof(struct bio_map);
+	struct record *r;
+
+	if (t->nr_r == t->max_r)
+		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
+	r = &t->r[t->nr_r++];
+	memset(r, 0, sizeof(*r));
+	r->pid = h->pid;
+	r->tid = h->tid;
+	r->cookie = h->cookie;
+	r->flags = h->flags;
+	r->nr = h->nr;
+	r->first = NO_TIME;
+	r->maps = malloc(len + 1);
+	memcpy(r->maps, h + 1, len);
+	return r;
+}
+
 static const struct sample_id *trailer(const struct perf_event_header *h)
 {
 	return (const void *)((const char *)h + h->size -
@@ -233,19 +253,9 @@ static void parse_record(struct trace *t, const struct bio_rec_head *h)
 			trace_bad(t, "anonymous map with offset or build-ID");
 	}
 
-	if (t->nr_r == t->max_r)
-		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
-	r = &t->r[t->nr_r++];
-	r->pid = h->pid;
-	r->tid = h->tid;
+	r = trace_add_record(t, h);
 	r->cpu = id->cpu;
 	r->time = id->time;
-	r->cookie = h->cookie;
-	r->flags = h->flags;
-	r->nr = h->nr;
-	r->first = NO_TIME;
-	r->maps = malloc(h->nr * sizeof(*maps) + 1);
-	memcpy(r->maps, maps, h->nr * sizeof(*maps));
 }
 
 static void parse_sample(struct trace *t, const struct perf_event_header *h)

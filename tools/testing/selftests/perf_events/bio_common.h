@@ -129,6 +129,8 @@ struct trace {
 
 void *grow(void *p, int *max, size_t elem);
 void trace_bad(struct trace *t, const char *why);
+/* Append record @h and a copy of its maps; time and CPU are the caller's */
+struct record *trace_add_record(struct trace *t, const struct bio_rec_head *h);
 void ring_drain(struct ring *rb, struct trace *t);
 int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 		pid_t child, unsigned int poll_us);

@@ -131,21 +131,11 @@ static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 static void trace_record(struct trace *t, const struct bio_rec_head *h)
 {
 	const char *why = bio_record_problem(h, sizeof(uint64_t));
-	struct record *r;
 
-	if (why) {
+	if (why)
 		trace_bad(t, why);
-		return;
-	}
-	if (t->nr_r == t->max_r)
-		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
-	r = &t->r[t->nr_r++];
-	r->tid = h->tid;
-	r->cookie = h->cookie;
-	r->flags = h->flags;
-	r->nr = h->nr;
-	r->maps = malloc(h->nr * sizeof(*r->maps) + 1);
-	memcpy(r->maps, h + 1, h->nr * sizeof(*r->maps));
+	else
+		trace_add_record(t, h);
 }
 
 static void trace_sample(struct trace *t, const struct perf_event_header *h)
@@ -234,6 +224,52 @@ static const struct record *record_once(const struct trace *t, int i,
 		return NULL;
 	checked[r - t->r] = true;
 	return r;
+}
+
+/*
+ * What the records of the samples that hold @addr (each record once) say
+ * of the file mapped whole, from offset 0, at [@start, @end) with the
+ * build-ID @bid: that build-ID, none with UNREADABLE, or something wrong
+ * (the first one described in @why).
+ */
+struct file_tally {
+	int nrec, ok, unreadable, wrong;
+	char why[128];
+};
+
+static void file_tally(const struct trace *t, uint64_t addr,
+		       uintptr_t start, uintptr_t end, const uint8_t *bid,
+		       struct file_tally *ft)
+{
+	bool *checked = calloc(t->nr_r + 1, sizeof(*checked));
+	int i;
+
+	memset(ft, 0, sizeof(*ft));
+	for (i = 0; i < t->nr_s; i++) {
+		const struct record *r = record_once(t, i, addr, checked);
+		const struct bio_map *m;
+
+		if (!r)
+			continue;
+		ft->nrec++;
+		m = rec_find(r, addr);
+		if (m && m->start == start && !m->pgoff && m->end == end &&
+		    !m->flags && m->build_id_size == MAX_BUILD_ID &&
+		    !memcmp(m->build_id, bid, MAX_BUILD_ID))
+			ft->ok++;
+		else if (m && m->start == start && !m->pgoff &&
+			 !m->build_id_size &&
+			 m->flags == PERF_BIO_MAP_UNREADABLE)
+			ft->unreadable++;
+		else if (!ft->wrong++)
+			snprintf(ft->why, sizeof(ft->why),
+				 "%#llx: map %s, flags %#x, pgoff %#llx, build-ID size %d",
+				 (unsigned long long)addr,
+				 m ? "found" : "missing", m ? m->flags : 0,
+				 m ? (unsigned long long)m->pgoff : 0ULL,
+				 m ? m->build_id_size : -1);
+	}
+	free(checked);
 }
 
 /* A cpu-clock event on this thread that receives its own records */
@@ -769,10 +805,8 @@ TEST(pageout)
 	char path[PATH_MAX];
 	uint8_t bid[MAX_BUILD_ID];
 	uint64_t note_off, addr;
-	int fd, n, before, paged, after, i, ok = 0, unreadable = 0;
-	int hits, nrec = 0, wrong = 0;
-	bool *checked;
-	const struct bio_map *m;
+	int fd, n, before, paged, after, hits;
+	struct file_tally ft;
 	struct trace t = {};
 	struct stat st;
 	struct ring rb;
@@ -812,41 +846,17 @@ TEST(pageout)
 	addr = (uintptr_t)base + len - PG + 0x40;
 	ASSERT_EQ(0, bio_open(&rb));
 	hits = sample_fake(&rb, &t, &addr, 1, 5, 10.0);
-	checked = calloc(t.nr_r + 1, sizeof(*checked));
-	for (i = 0; i < t.nr_s; i++) {
-		const struct record *r = record_once(&t, i, addr, checked);
-
-		if (!r)
-			continue;
-		nrec++;
-		m = rec_find(r, addr);
-		if (m && m->start == (uintptr_t)base && !m->pgoff &&
-		    m->end == (uintptr_t)base + len && !m->flags &&
-		    m->build_id_size == MAX_BUILD_ID &&
-		    !memcmp(m->build_id, bid, MAX_BUILD_ID)) {
-			ok++;
-		} else if (m && m->start == (uintptr_t)base && !m->pgoff &&
-			   !m->build_id_size &&
-			   m->flags == PERF_BIO_MAP_UNREADABLE) {
-			unreadable++;
-		} else if (!wrong++) {
-			TH_LOG("%#llx: map %s, flags %#x, pgoff %#llx, build-ID size %d",
-			       (unsigned long long)addr, m ? "found" : "missing",
-			       m ? m->flags : 0,
-			       m ? (unsigned long long)m->pgoff : 0ULL,
-			       m ? m->build_id_size : -1);
-		}
-	}
+	file_tally(&t, addr, (uintptr_t)base, (uintptr_t)base + len, bid, &ft);
 	ksft_print_msg("pageout: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost; note page resident after: %d\n",
-		       t.nr_s, t.nr_r, hits, nrec, ok, unreadable, wrong,
-		       (unsigned long long)t.lost, page_resident(base + PG));
+		       t.nr_s, t.nr_r, hits, ft.nrec, ft.ok, ft.unreadable,
+		       ft.wrong, (unsigned long long)t.lost,
+		       page_resident(base + PG));
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
-	EXPECT_LT(0, nrec);
-	EXPECT_EQ(0, wrong);
-	EXPECT_EQ(nrec, ok + unreadable);
+	EXPECT_LT(0, ft.nrec);
+	EXPECT_EQ(0, ft.wrong) TH_LOG("%s", ft.why);
+	EXPECT_EQ(ft.nrec, ft.ok + ft.unreadable);
 	ring_close(&rb);
 	trace_free(&t);
-	free(checked);
 out:
 	munmap(base, len);
 	close(fd);
@@ -1361,9 +1371,10 @@ struct fs_server {
 struct fs_shared {
 	int mmaps;			/* mmap()/munmap() pairs of the other thread */
 	int stop;			/* both __atomic */
-	int nr_s, nr_r, hits, nrec, ok, unreadable, wrong, bad;
+	int nr_s, nr_r, hits, bad;
+	struct file_tally ft;
 	uint64_t lost;
-	char why[128];
+	char why[128];			/* the first malformed record */
 };
 
 static void fs_reply(struct fs_server *s, uint64_t unique, int err,
@@ -1630,9 +1641,8 @@ static void fs_child(struct fs_shared *sh, const char *path,
 	pthread_t mapper;
 	struct ring rb;
 	uint64_t addr;
-	bool *checked;
 	char *base;
-	int fd, i;
+	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -1650,28 +1660,8 @@ static void fs_child(struct fs_shared *sh, const char *path,
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(mapper, NULL);
 
-	checked = calloc(t.nr_r + 1, sizeof(*checked));
-	for (i = 0; i < t.nr_s; i++) {
-		const struct record *r = record_once(&t, i, addr, checked);
-		const struct bio_map *m;
-
-		if (!r)
-			continue;
-		sh->nrec++;
-		m = rec_find(r, addr);
-		if (m && m->start == (uintptr_t)base && !m->pgoff &&
-		    !m->flags && m->build_id_size == MAX_BUILD_ID &&
-		    !memcmp(m->build_id, bid, MAX_BUILD_ID))
-			sh->ok++;
-		else if (m && m->start == (uintptr_t)base && !m->pgoff &&
-			 m->flags == PERF_BIO_MAP_UNREADABLE)
-			sh->unreadable++;
-		else if (!sh->wrong++)
-			snprintf(sh->why, sizeof(sh->why),
-				 "map %s, flags %#x, build-ID size %d",
-				 m ? "found" : "missing", m ? m->flags : 0,
-				 m ? m->build_id_size : -1);
-	}
+	file_tally(&t, addr, (uintptr_t)base, (uintptr_t)base + FS_PAGES * PG,
+		   bid, &sh->ft);
 	sh->nr_s = t.nr_s;
 	sh->nr_r = t.nr_r;
 	sh->bad = t.bad_records;
@@ -1734,13 +1724,14 @@ static bool fs_child_done(struct __test_metadata *_metadata, pid_t pid,
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("child status %#x", status);
 	ksft_print_msg("%s: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost\n",
-		       name, sh->nr_s, sh->nr_r, sh->hits, sh->nrec, sh->ok,
-		       sh->unreadable, sh->wrong, (unsigned long long)sh->lost);
+		       name, sh->nr_s, sh->nr_r, sh->hits, sh->ft.nrec, sh->ft.ok,
+		       sh->ft.unreadable, sh->ft.wrong,
+		       (unsigned long long)sh->lost);
 	EXPECT_EQ(0, sh->bad) TH_LOG("%s", sh->why);
-	EXPECT_EQ(0, sh->wrong) TH_LOG("%s", sh->why);
-	EXPECT_LT(0, sh->nrec);
+	EXPECT_EQ(0, sh->ft.wrong) TH_LOG("%s", sh->ft.why);
+	EXPECT_LT(0, sh->ft.nrec);
 	/* Every read was answered: every record has this mount's build-ID */
-	EXPECT_EQ(sh->nrec, sh->ok);
+	EXPECT_EQ(sh->ft.nrec, sh->ft.ok);
 	return true;
 }
 
