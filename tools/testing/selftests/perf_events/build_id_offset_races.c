@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <linux/io_uring.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -1196,6 +1197,124 @@ TEST_F(exec, run)
 	}
 out:
 	munmap(res, sizeof(*res));
+}
+
+/* ---- Lifecycle: remove_on_exec, and the descriptor it leaves ---- */
+
+/*
+ * A child's only event samples it with remove_on_exec while it execs
+ * bio_exec_helper, which burns CPU time.  The exec takes the event out
+ * of the child's context; that context, now empty, is inactive while the
+ * child runs on.  The descriptor stays: poll() says POLLHUP, read() still
+ * works, and PERF_EVENT_IOC_PERIOD must succeed without chasing the
+ * running child: 6.12 sent it an IPI that tripped both assertions of
+ * event_function() (a kernel WARNING, which fails the test in the
+ * guest).  A period of 0 is still EINVAL.  Nothing is sampled after the
+ * exec, and the samples before it join their records.
+ */
+TEST(remove_on_exec_period)
+{
+	uint64_t hup = NO_TIME, zero = 0, until;
+	struct perf_event_attr attr;
+	struct trace t = { .check_ids = true };
+	int go[2], status = 0, i, n = 0, bad = 0, bad_errno = 0, zero_errno;
+	int enable_bad = 0;
+	char prog[PATH_MAX];
+	struct tally ty;
+	struct ring rb;
+	struct maps m;
+	int64_t lost;
+	pid_t child;
+
+	if (bio_missing(_metadata))
+		return;
+	snprintf(prog, sizeof(prog), "%s/bio_exec_helper", self_dir());
+	ASSERT_EQ(0, access(prog, X_OK)) TH_LOG("%s: %s", prog, strerror(errno));
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(126);
+		burn(0.3);
+		execl(prog, prog, "2", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+
+	bio_attr(&attr, 100000);
+	attr.remove_on_exec = 1;
+	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES))
+		TH_LOG("perf_event_open: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(go[1]);
+
+	/* The exec: POLLHUP once the event is out of the context */
+	until = now_ns() + 60 * 1000000000ULL;
+	while (hup == NO_TIME && now_ns() < until) {
+		struct pollfd pfd = { .fd = rb.fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLHUP))
+			hup = now_ns();
+		ring_drain(&rb, &t);
+		if (waitpid(child, &status, WNOHANG) == child)
+			break;
+	}
+	ASSERT_NE(NO_TIME, hup) TH_LOG("no POLLHUP: the event stayed");
+
+	/* New periods, while the child runs the helper on another CPU */
+	until = now_ns() + 500000000ULL;
+	while (now_ns() < until && comm_is(child, "bio_exec_helper")) {
+		for (i = 0; i < 64; i++, n++) {
+			uint64_t period = (1 + (n + i) % 3) * 100000;
+
+			if (ioctl(rb.fd, PERF_EVENT_IOC_PERIOD, &period) &&
+			    !bad++)
+				bad_errno = errno;
+		}
+		enable_bad += !!ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
+		enable_bad += !!ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
+	}
+	zero_errno = ioctl(rb.fd, PERF_EVENT_IOC_PERIOD, &zero) ? errno : 0;
+	lost = event_lost(rb.fd);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ring_drain(&rb, &t);
+	trace_index(&t);
+
+	/* Until the exec the child ran this program, mapped as here */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, &ty, NULL, NULL, NULL);
+	tally_print("remove_on_exec", &ty, &t);
+	join(&t, &m, &ty, before_time, NULL, &hup);
+	ksft_print_msg("remove_on_exec: %d PERIOD ioctls while the child ran the helper, %d failed (%s); period 0: %s; read() says %lld lost; %llu samples after POLLHUP\n",
+		       n, bad, bad ? strerror(bad_errno) : "-",
+		       strerror(zero_errno), (long long)lost,
+		       (unsigned long long)(t.nr_s - ty.samples));
+
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
+	/* The helper exits with its euid's low byte; 127: exec failed */
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The case this is about happened: the child ran, we asked */
+	EXPECT_LT(0, n);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, enable_bad);
+	EXPECT_EQ(EINVAL, zero_errno);
+	EXPECT_EQ(0, lost);
+	EXPECT_EQ(0, t.lost);
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_EQ(0, t.dup_records);
+	EXPECT_EQ(t.nr_s, ty.samples);
+	EXPECT_LT(20, ty.samples);
+	EXPECT_EQ(0, ty.wrong);
+	EXPECT_EQ(0, ty.unjoined);
+
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
 }
 
 /* ---- Lifecycle: the last close() while deferred work is pending ---- */
