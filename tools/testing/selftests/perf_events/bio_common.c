@@ -387,6 +387,33 @@ int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 	return status;
 }
 
+pid_t fork_held(int *go)
+{
+	int p[2], err;
+	pid_t pid;
+	char c;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(126);
+		close(p[0]);
+		return 0;
+	}
+	err = errno;
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		errno = err;
+		return -1;
+	}
+	*go = p[1];
+	return pid;
+}
+
 static int cmp_record(const void *a, const void *b)
 {
 	const struct record *x = *(struct record * const *)a;

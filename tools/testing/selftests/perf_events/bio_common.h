@@ -134,6 +134,13 @@ struct record *trace_add_record(struct trace *t, const struct bio_rec_head *h);
 void ring_drain(struct ring *rb, struct trace *t);
 int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 		pid_t child, unsigned int poll_us);
+/*
+ * fork() a child that first waits for the parent's go: a byte on a pipe
+ * whose write end the parent gets in @go (trace_child() writes it).
+ * Returns what fork() does, -1 with errno if the pipe or fork fails; a
+ * child whose parent closes @go without the byte exits with 126.
+ */
+pid_t fork_held(int *go);
 void trace_index(struct trace *t);
 struct record *find_record(const struct trace *t, uint32_t tid,
 			   uint64_t cookie);

@@ -962,7 +962,7 @@ TEST(fork_exec_exit)
 	struct tally before, after;
 	struct tid_set exec_tids = {};
 	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int go[2], tids[2], status, fd, i;
+	int go, tids[2], status, fd, i;
 	struct trace t = {};
 	struct maps m, mx;
 	char spin_maps[] = "/tmp/bio_spin_maps_XXXXXX";
@@ -977,18 +977,13 @@ TEST(fork_exec_exit)
 	close(fd);
 	self = self_exe();
 	ASSERT_NE(0, self[0]);
-	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(tids));
 
-	child = fork();
+	child = fork_held(&go);
 	ASSERT_LE(0, child);
 	if (!child) {
 		pid_t gc;
-		char c;
 
-		close(go[1]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
 		burn(0.3, NULL, 0, NULL, NULL);
 		gc = fork();
 		if (!gc) {
@@ -1008,7 +1003,7 @@ TEST(fork_exec_exit)
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i, RING_PAGES));
-	status = trace_child(rb, nr_cpus, &t, go[1], child, 20000);
+	status = trace_child(rb, nr_cpus, &t, go, child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	ASSERT_EQ(sizeof(pid_t), read(tids[0], &exec_tids.tids[0],
@@ -1213,7 +1208,7 @@ static bool pick_tid(const struct sample *s, void *arg)
 
 TEST(cpu_wide_migrate)
 {
-	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), i, k, go[2], status;
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), i, k, go, status;
 	uint64_t moved = 0, kthread_samples = 0, kthread_cookies = 0;
 	struct perf_event_attr attr;
 	struct trace t = {};
@@ -1228,15 +1223,11 @@ TEST(cpu_wide_migrate)
 		SKIP(return, "needs two CPUs, has %d", nr_cpus);
 	if (nr_cpus > 8)
 		nr_cpus = 8;
-	ASSERT_EQ(0, pipe(go));
-	child = fork();
+	child = fork_held(&go);
 	ASSERT_LE(0, child);
 	if (!child) {
 		cpu_set_t set;
-		char c;
 
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
 		for (i = 0; i < 200; i++) {
 			CPU_ZERO(&set);
 			CPU_SET(i % 2, &set);
@@ -1250,7 +1241,7 @@ TEST(cpu_wide_migrate)
 	bio_attr(&attr);
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i, RING_PAGES));
-	status = trace_child(rb, nr_cpus, &t, go[1], child, 20000);
+	status = trace_child(rb, nr_cpus, &t, go, child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 
 	/* The child forked from us without exec: our maps are its truth */
@@ -1414,7 +1405,7 @@ TEST(compat32)
 	uint64_t in_prog = 0;
 	struct perf_event_attr attr;
 	struct trace t = {};
-	int go[2], status, fd, i, k;
+	int go, status, fd, i, k;
 	struct maps m, mx;
 	struct tally ty;
 	struct ring rb;
@@ -1427,20 +1418,15 @@ TEST(compat32)
 	fd = mkstemp(maps_file);
 	ASSERT_LE(0, fd);
 	close(fd);
-	ASSERT_EQ(0, pipe(go));
-	child = fork();
+	child = fork_held(&go);
 	ASSERT_LE(0, child);
 	if (!child) {
-		char c;
-
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
 		execl(prog, prog, maps_file, "0.7", NULL);
 		_exit(errno == ENOEXEC ? 99 : 127);
 	}
 	bio_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES));
-	status = trace_child(&rb, 1, &t, go[1], child, 20000);
+	status = trace_child(&rb, 1, &t, go, child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
 	if (WEXITSTATUS(status) == 99)
 		SKIP(goto out, "this kernel cannot run 32-bit programs");

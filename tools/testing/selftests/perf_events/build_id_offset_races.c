@@ -554,7 +554,7 @@ static int load_unwinder(void)
 static void run_inherited(struct __test_metadata *_metadata, const char *what,
 			  int (*work)(struct work_count *c))
 {
-	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go[2], status, i;
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go, status, i;
 	struct perf_event_attr attr;
 	struct work_count *c = shared_count();
 	struct trace t = { .check_ids = true };
@@ -565,25 +565,17 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, load_unwinder());
-	ASSERT_EQ(0, pipe(go));
-	child = fork();
+	child = fork_held(&go);
 	ASSERT_LE(0, child);
-	if (!child) {
-		char ch;
-
-		close(go[1]);
-		if (read(go[0], &ch, 1) != 1)
-			_exit(1);
+	if (!child)
 		_exit(work(c));
-	}
-	close(go[0]);
 
 	bio_attr(&attr, 1000000);
 	attr.inherit = 1;
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, child, i, RING_PAGES));
-	status = trace_child(rb, nr_cpus, &t, go[1], child, 10000);
+	status = trace_child(rb, nr_cpus, &t, go, child, 10000);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	trace_index(&t);
@@ -967,7 +959,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 	struct trace t = { .check_ids = true };
 	struct ring rb;
 	struct maps m;
-	int go[2], i, k;
+	int go, i, k;
 	pid_t child;
 
 	res->reopen_errno = -1;
@@ -982,17 +974,12 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 			 strerror(errno));
 		return;
 	}
-	if (pipe(go)) {
-		snprintf(res->err, sizeof(res->err), "pipe: %s", strerror(errno));
+	child = fork_held(&go);
+	if (child < 0) {
+		snprintf(res->err, sizeof(res->err), "fork: %s", strerror(errno));
 		return;
 	}
-	child = fork();
 	if (!child) {
-		char c;
-
-		close(go[1]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(126);
 		/* Samples of this program first, then of the helper */
 		burn(0.3);
 		if (plain)
@@ -1001,7 +988,6 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 			execl(self->prog, self->prog, "0.3", (char *)NULL);
 		_exit(127);
 	}
-	close(go[0]);
 
 	/* Kernel-mode samples too (paranoid 1): those inside execve() */
 	bio_attr(&attr, 100000);
@@ -1015,7 +1001,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 		return;
 	}
 	ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
-	if (write(go[1], "g", 1) != 1)
+	if (write(go, "g", 1) != 1)
 		kill(child, SIGKILL);
 	while (waitpid(child, &res->status, WNOHANG) == 0) {
 		ring_drain(&rb, &t);
@@ -1217,7 +1203,7 @@ TEST(remove_on_exec_period)
 	uint64_t hup = NO_TIME, zero = 0, until;
 	struct perf_event_attr attr;
 	struct trace t = { .check_ids = true };
-	int go[2], status = 0, i, n = 0, bad = 0, bad_errno = 0, zero_errno;
+	int go, status = 0, i, n = 0, bad = 0, bad_errno = 0, zero_errno;
 	int enable_bad = 0;
 	char prog[PATH_MAX];
 	struct tally ty;
@@ -1230,28 +1216,21 @@ TEST(remove_on_exec_period)
 		return;
 	snprintf(prog, sizeof(prog), "%s/bio_exec_helper", self_dir());
 	ASSERT_EQ(0, access(prog, X_OK)) TH_LOG("%s: %s", prog, strerror(errno));
-	ASSERT_EQ(0, pipe(go));
-	child = fork();
+	child = fork_held(&go);
 	ASSERT_LE(0, child);
 	if (!child) {
-		char c;
-
-		close(go[1]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(126);
 		burn(0.3);
 		execl(prog, prog, "2", (char *)NULL);
 		_exit(127);
 	}
-	close(go[0]);
 
 	bio_attr(&attr, 100000);
 	attr.remove_on_exec = 1;
 	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES))
 		TH_LOG("perf_event_open: %s", strerror(errno));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	close(go[1]);
+	ASSERT_EQ(1, write(go, "g", 1));
+	close(go);
 
 	/* The exec: POLLHUP once the event is out of the context */
 	until = now_ns() + 60 * 1000000000ULL;
