@@ -71,6 +71,7 @@ void unwind_task_free(struct task_struct *task);
 void unwind_deferred_task_exit(struct task_struct *task);
 
 int unwind_user_faultable(struct unwind_stacktrace *trace);
+void unwind_user_trim(void);
 
 int unwind_deferred_init(struct unwind_work *work, unwind_callback_t func);
 int unwind_deferred_request(struct unwind_work *work, u64 *cookie);
@@ -104,6 +105,8 @@ static inline int unwind_user_faultable(struct unwind_stacktrace *trace)
 	trace->nr = 0;
 	return -EOPNOTSUPP;
 }
+
+static inline void unwind_user_trim(void) { }
 
 static inline int unwind_deferred_init(struct unwind_work *work,
 				       unwind_callback_t func)

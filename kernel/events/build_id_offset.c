@@ -70,8 +70,10 @@
 #include <linux/sort.h>
 #include <linux/spinlock.h>
 #include <linux/static_key.h>
+#include <linux/task_work.h>
 #include <linux/timekeeping.h>
 #include <linux/unwind_deferred.h>
+#include <linux/workqueue.h>
 #include <kunit/visibility.h>
 
 #include "internal.h"
@@ -94,6 +96,7 @@ struct perf_bio_stats {
 	u64	parses;		/* build-IDs read from the file */
 	u64	truncated;	/* records with PERF_BIO_F_TRUNCATED */
 	u64	mm_changed;	/* records with PERF_BIO_F_MM_CHANGED */
+	u64	maps_changed;	/* records with PERF_BIO_F_MAPS_CHANGED */
 	u64	reused;		/* samples that named an earlier record */
 	u64	written;	/* copies of records written to a ring buffer */
 	u64	no_room;	/* copies that did not fit (counted lost there) */
@@ -101,6 +104,9 @@ struct perf_bio_stats {
 };
 
 static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
+
+/* Stashes allocated and not yet freed, for debugfs */
+static atomic_long_t perf_bio_nr_stashes;
 static DEFINE_STATIC_KEY_FALSE(perf_bio_timed);
 
 #define perf_bio_count(field, n)	this_cpu_add(perf_bio_stats.field, (n))
@@ -154,6 +160,19 @@ static atomic_long_t perf_bio_gen;
 void perf_bio_receivers_changed(void)
 {
 	atomic_long_inc(&perf_bio_gen);
+}
+
+/*
+ * The perf_event cgroup of current: receivers that filter by cgroup see a
+ * record only while the task is in theirs.  Compared, never dereferenced.
+ */
+static const void *perf_bio_cgroup(void)
+{
+#ifdef CONFIG_CGROUP_PERF
+	return task_css_check(current, perf_event_cgrp_id, true);
+#else
+	return NULL;
+#endif
 }
 
 /*
@@ -297,7 +316,8 @@ static bool perf_bio_table_fresh(const struct perf_bio_table *tab,
  * The cookie of the task's last record if that record can stand for
  * this sample, else 0.  It can when nothing it says may have changed: same
  * program, no VMA changed since its maps were looked up (mm_lock_seq), no
- * receiver started since, not expired; and when its maps cover every user
+ * receiver started since, not expired, written to every receiver on this
+ * CPU in the task's cgroup; and when its maps cover every user
  * address of the sample: where the task entered the kernel, the sampled
  * IP, the user callchain and the user branch addresses.  Reads only
  * current's own state: NMI-safe.
@@ -328,6 +348,14 @@ static u64 perf_bio_reuse(struct perf_bio_task *bt,
 
 	if (!perf_bio_table_fresh(tab, atomic_long_read(&perf_bio_gen)) ||
 	    !perf_bio_mm_seq(mm, &seq) || seq != tab->mm_seq)
+		return 0;
+
+	/*
+	 * The record reached the receivers of the CPU and cgroup it was
+	 * written in, and only those: per-CPU events of another CPU (perf
+	 * record -C) or of another cgroup may not have it.
+	 */
+	if (tab->cpu != smp_processor_id() || tab->cgrp != perf_bio_cgroup())
 		return 0;
 
 	if (!perf_bio_table_covers(tab, instruction_pointer(task_pt_regs(current))))
@@ -409,14 +437,20 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 
 	/*
 	 * The first sample of an entry notes which program ran, so that
-	 * the deferred work can tell whether an exec came in between, and
-	 * where the entry left user space.  A nested sample of the same
-	 * entry writes the same values.
+	 * the deferred work can tell whether an exec came in between, how
+	 * far the address space's changes had got (odd while one is under
+	 * way), and where the entry left user space.  A nested sample of
+	 * the same entry writes the same values, or a later count, which
+	 * can only hide a change the first sample saw begin.
 	 */
 	if (READ_ONCE(bt->cookie) != cookie) {
+		unsigned int seq = 0;
+
+		perf_bio_mm_seq(current->mm, &seq);
 		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
 		WRITE_ONCE(bt->entry_ip,
 			   instruction_pointer(task_pt_regs(current)));
+		WRITE_ONCE(bt->entry_seq, seq);
 		WRITE_ONCE(bt->cookie, cookie);
 	}
 
@@ -507,8 +541,24 @@ static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
 	stash = kzalloc(sizeof(*stash), GFP_KERNEL);
 	if (!stash)
 		return;
+	atomic_long_inc(&perf_bio_nr_stashes);
 	/* Samples on this CPU see NULL or a zeroed stash */
 	smp_store_release(&bt->stash, stash);
+}
+
+/*
+ * Free @task's stash: @task is current, or exits.  A sample that comes in
+ * later sees none; one that interrupted us before the xchg() is done with
+ * it before we go on, on this CPU.
+ */
+static void perf_bio_free_stash(struct task_struct *task)
+{
+	struct perf_bio_stash *stash = xchg(&task->perf_bio.stash, NULL);
+
+	if (stash) {
+		atomic_long_dec(&perf_bio_nr_stashes);
+		kfree(stash);
+	}
 }
 
 static int perf_bio_cmp_addr(const void *a, const void *b)
@@ -633,8 +683,13 @@ VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
 			if (!vma)
 				break;
 		}
-		/* In a hole below vma: unresolved */
-		if (addr < vma->vm_start)
+		/*
+		 * In a hole below vma, or in memory that is not code (a
+		 * stale return address, a branch into data): unresolved.
+		 * Only executable mappings are described, as MMAP2 records
+		 * do without attr.mmap_data, and no data file is read.
+		 */
+		if (addr < vma->vm_start || !(vma->vm_flags & VM_EXEC))
 			continue;
 
 		last = res->nr_maps ? &res->maps[res->nr_maps - 1] : NULL;
@@ -818,6 +873,28 @@ void perf_bio_forget_sb(struct super_block *sb)
 }
 
 /*
+ * Parse the build-ID of @file: from the page cache where the pages are
+ * there (the mapped ones usually are), else by reading the file.  A read
+ * that fails says nothing about the contents, though it may fail with
+ * -EINVAL too (O_DIRECT, a filesystem that cannot read as asked): the
+ * contents decide only once they are in the page cache, where a read
+ * that worked left them.  -EFAULT: they are not.
+ */
+static int perf_bio_parse(struct file *file, unsigned char *build_id,
+			  __u32 *size)
+{
+	int err;
+
+	err = build_id_parse_file_nofault(file, build_id, size);
+	if (err != -EFAULT)
+		return err;
+	err = build_id_parse_file(file, build_id, size);
+	if (err != -EINVAL && err != -ERANGE && err != -EOVERFLOW)
+		return err;
+	return build_id_parse_file_nofault(file, build_id, size);
+}
+
+/*
  * The build-ID of @file into @map, from the cache or from the file.
  * Returns false when it may change without the file's version showing it:
  * while the file has a shared writable mapping, whose stores after the
@@ -844,7 +921,7 @@ VISIBLE_IF_KUNIT bool perf_bio_build_id(struct file *file,
 	}
 
 	perf_bio_count(parses, 1);
-	err = build_id_parse_file(file, map->build_id, &size);
+	err = perf_bio_parse(file, map->build_id, &size);
 	switch (err) {
 	case 0:
 		map->build_id_size = size;
@@ -855,7 +932,7 @@ VISIBLE_IF_KUNIT bool perf_bio_build_id(struct file *file,
 		memset(map->build_id, 0, sizeof(map->build_id));
 		map->flags |= PERF_BIO_MAP_NO_BUILD_ID;
 		break;
-	default:		/* I/O error, signal: try again next time */
+	default:		/* I/O error, signal, not read: next time */
 		memset(map->build_id, 0, sizeof(map->build_id));
 		map->flags |= PERF_BIO_MAP_UNREADABLE;
 		return stable;
@@ -891,9 +968,17 @@ VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
 
 /* ---- Output ---- */
 
+/*
+ * @written and @lost count the receivers that got the record and those
+ * whose buffer had no room; @cpu and @cgrp say where it was written.
+ */
 struct perf_bio_output {
 	struct perf_bio_record		rec;
 	const struct perf_bio_map	*maps;
+	unsigned int			written;
+	unsigned int			lost;
+	int				cpu;
+	const void			*cgrp;
 };
 
 static void perf_bio_output_event(struct perf_event *event, void *data)
@@ -914,9 +999,11 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
 	/* No room: the ring buffer counts it lost */
 	if (perf_output_begin(&handle, &sample, event, rec.header.size)) {
 		perf_bio_count(no_room, 1);
+		out->lost++;
 		return;
 	}
 	perf_bio_count(written, 1);
+	out->written++;
 
 	rec.pid = perf_event_pid(event, current);
 	rec.tid = perf_event_tid(event, current);
@@ -928,8 +1015,14 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
 	perf_output_end(&handle);
 }
 
-static void perf_bio_emit(u64 cookie, u32 flags,
-			  const struct perf_bio_map *maps, unsigned int nr)
+/*
+ * Write the record to every receiver that sees current now.  Returns true
+ * when at least one got it and none lacked room, and says in @cpu and
+ * @cgrp where that was: later samples may name the record only there.
+ */
+static bool perf_bio_emit(u64 cookie, u32 flags,
+			  const struct perf_bio_map *maps, unsigned int nr,
+			  int *cpu, const void **cgrp)
 {
 	struct perf_bio_output out = {
 		.rec = {
@@ -940,7 +1033,18 @@ static void perf_bio_emit(u64 cookie, u32 flags,
 		.maps = maps,
 	};
 
+	/* Preemption off: the CPU whose side-band receivers are iterated */
+	preempt_disable();
+	out.cpu = smp_processor_id();
+	out.cgrp = perf_bio_cgroup();
 	perf_iterate_sb(perf_bio_output_event, &out, NULL);
+	preempt_enable();
+
+	if (cpu)
+		*cpu = out.cpu;
+	if (cgrp)
+		*cgrp = out.cgrp;
+	return out.written && !out.lost;
 }
 
 /*
@@ -1047,9 +1151,12 @@ static bool perf_bio_table_retire(struct perf_bio_table *tab,
  */
 static void perf_bio_table_save(struct perf_bio_table *tab,
 				const struct perf_bio_resolve *res, u64 cookie,
-				u64 expires, unsigned long gen)
+				u64 expires, unsigned long gen, int cpu,
+				const void *cgrp)
 {
 	tab->mm = current->mm;
+	tab->cpu = cpu;
+	tab->cgrp = cgrp;
 	tab->exec_id = current->self_exec_id;
 	tab->mm_seq = res->mm_seq;
 	tab->gen = gen;
@@ -1076,14 +1183,15 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	struct perf_bio_table *tab = NULL;
 	struct perf_bio_resolve res = {};
 	u64 start = perf_bio_clock();
+	bool live = false, delivered;
 	unsigned long entry_ip;
-	bool live = false;
+	const void *cgrp;
 	unsigned int nr;
+	int cpu;
 
-	/* Nobody to tell: only empty the stash */
+	/* Nobody to tell: only empty the stash, and make none */
 	if (!atomic_read(&nr_defer_output_events)) {
 		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
-		perf_bio_alloc_stash(bt, cookie, false);
 		return;
 	}
 
@@ -1098,7 +1206,8 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	nr = 2 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
 	if (perf_bio_alloc(&res, nr)) {
 		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
-		perf_bio_emit(cookie, res.flags | PERF_BIO_F_TRUNCATED, NULL, 0);
+		perf_bio_emit(cookie, res.flags | PERF_BIO_F_TRUNCATED, NULL, 0,
+			      NULL, NULL);
 		return;
 	}
 
@@ -1137,6 +1246,13 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	} else if (current->mm) {
 		res.nr_addrs = perf_bio_sort_addrs(res.addrs, res.nr_addrs);
 		perf_bio_find_vmas(current->mm, &res);
+		/*
+		 * A mapping was made, changed or removed since the entry's
+		 * first sample, by another thread or by the entry itself (a
+		 * sampled mmap()): the maps are as they are now.
+		 */
+		if (res.looked_up && READ_ONCE(bt->entry_seq) != res.mm_seq)
+			res.flags |= PERF_BIO_F_MAPS_CHANGED;
 		perf_bio_read_build_ids(&res);
 		/* Same VMAs as when the last table was made: keep its maps */
 		if (tab && live && res.looked_up && !res.flags &&
@@ -1146,14 +1262,18 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 			live = false;
 	}
 
-	perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps);
+	delivered = perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps,
+				  &cpu, &cgrp);
 
-	/* A merged table keeps the age of its oldest build-IDs */
-	if (tab && perf_bio_table_ok(&res))
+	/*
+	 * Only a record that every receiver it met got may stand for later
+	 * samples.  A merged table keeps the age of its oldest build-IDs.
+	 */
+	if (tab && delivered && perf_bio_table_ok(&res))
 		perf_bio_table_save(tab, &res, cookie,
 				    live ? tab->expires :
 				    ktime_get_mono_fast_ns() + PERF_BIO_REUSE_NS,
-				    gen);
+				    gen, cpu, cgrp);
 	kvfree(res.maps);
 
 	perf_bio_count(records, 1);
@@ -1162,6 +1282,8 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 		perf_bio_count(truncated, 1);
 	if (res.flags & PERF_BIO_F_MM_CHANGED)
 		perf_bio_count(mm_changed, 1);
+	if (res.flags & PERF_BIO_F_MAPS_CHANGED)
+		perf_bio_count(maps_changed, 1);
 	perf_bio_count_time(record_ns, start);
 }
 
@@ -1206,7 +1328,60 @@ void perf_bio_init_task(struct task_struct *child)
  */
 void perf_bio_exit_task(struct task_struct *task)
 {
-	kfree(xchg(&task->perf_bio.stash, NULL));
+	perf_bio_free_stash(task);
+}
+
+/*
+ * Once the last receiving event is gone, the stashes (2 KiB each) and the
+ * unwind caches serve nobody: on a host with 100k threads, a few hundred
+ * MiB.  Each task frees its own, from a task_work, as only the task and
+ * its own interrupts touch them; a task that never returns to user space
+ * again keeps them until it exits.
+ */
+static void perf_bio_trim(struct callback_head *head)
+{
+	struct perf_bio_task *bt = container_of(head, struct perf_bio_task,
+						trim);
+
+	/* Off the list: the sweep may queue it again from here on */
+	WRITE_ONCE(bt->trim_queued, 0);
+	if (atomic_read(&nr_defer_output_events))
+		return;
+	perf_bio_free_stash(current);
+	unwind_user_trim();
+}
+
+static void perf_bio_sweep_fn(struct work_struct *work)
+{
+	struct task_struct *g, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		struct perf_bio_task *bt = &t->perf_bio;
+
+		/* A receiver came back: the tasks keep what they have */
+		if (atomic_read(&nr_defer_output_events))
+			break;
+		if (!READ_ONCE(bt->stash) || cmpxchg(&bt->trim_queued, 0, 1))
+			continue;
+		init_task_work(&bt->trim, perf_bio_trim);
+		/* Exiting: do_exit() frees the stash */
+		if (task_work_add(t, &bt->trim, TWA_RESUME))
+			WRITE_ONCE(bt->trim_queued, 0);
+	}
+	rcu_read_unlock();
+}
+
+static DECLARE_WORK(perf_bio_sweep, perf_bio_sweep_fn);
+
+/**
+ * perf_bio_receivers_gone - the last defer_output event went away
+ *
+ * Context: any.
+ */
+void perf_bio_receivers_gone(void)
+{
+	schedule_work(&perf_bio_sweep);
 }
 
 /* From perf_event_init(): one unwind_work for every perf event, for good */
@@ -1244,6 +1419,7 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		sum.parses += READ_ONCE(st->parses);
 		sum.truncated += READ_ONCE(st->truncated);
 		sum.mm_changed += READ_ONCE(st->mm_changed);
+		sum.maps_changed += READ_ONCE(st->maps_changed);
 		sum.reused += READ_ONCE(st->reused);
 		sum.written += READ_ONCE(st->written);
 		sum.no_room += READ_ONCE(st->no_room);
@@ -1257,6 +1433,9 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 		   sum.parses, sum.truncated, sum.mm_changed);
 	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\nlate %llu\n",
 		   sum.reused, sum.written, sum.no_room, sum.late);
+	seq_printf(m, "maps_changed %llu\ngeneration %lu\nstashes %lu\n",
+		   sum.maps_changed, atomic_long_read(&perf_bio_gen),
+		   atomic_long_read(&perf_bio_nr_stashes));
 	return 0;
 }
 

@@ -30,6 +30,7 @@ int perf_bio_check_attr(const struct perf_event_attr *attr);
 void perf_bio_prepare_sample(struct perf_sample_data *data,
 			     struct perf_event *event, struct pt_regs *regs);
 void perf_bio_receivers_changed(void);
+void perf_bio_receivers_gone(void);
 
 #else /* !CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -54,6 +55,7 @@ static inline void perf_bio_prepare_sample(struct perf_sample_data *data,
 }
 
 static inline void perf_bio_receivers_changed(void) { }
+static inline void perf_bio_receivers_gone(void) { }
 
 #endif /* CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -102,6 +104,9 @@ struct perf_bio_record {
  *		the record
  * @expires:	ktime_get_mono_fast_ns() after which the maps are looked up
  *		and their build-IDs checked again
+ * @cgrp:	the task's perf_event cgroup when the record was written
+ *		(compared, never dereferenced)
+ * @cpu:	the CPU it was written on: with @cgrp, which receivers got it
  * @nr:		entries in @maps
  * @maps:	sorted by start
  *
@@ -116,6 +121,8 @@ struct perf_bio_table {
 	unsigned int		nr;
 	unsigned long		gen;
 	u64			expires;
+	const void		*cgrp;
+	int			cpu;
 	struct perf_bio_map	maps[PERF_BIO_REUSE_MAPS];
 };
 

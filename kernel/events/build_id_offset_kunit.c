@@ -19,10 +19,14 @@
  *			entry
  *   bio_table		the VMA table from IP, callchain and branch
  *			addresses: order, ranges, pgoff, flags, build-IDs,
- *			every reserved and padding byte zero
+ *			every reserved and padding byte zero, executable
+ *			mappings only
  *   bio_table_truncated the bound on maps[]
  *   bio_cache		build-ID cache hits, and misses once the file changed
  *   bio_no_build_id	a file that is no ELF: flagged, and cached as such
+ *   bio_read_einval	a file whose read() fails with EINVAL (as O_DIRECT
+ *			can): the page cache decides, a failed read is
+ *			not "no build-ID" and is not cached
  *   bio_reuse_table	what a later sample may reuse: coverage of the
  *			last table, merging it into the next record, the
  *			bound on its maps, mm_lock_seq moving on a change
@@ -54,6 +58,7 @@
 #define BIO_FILE0	(BIO_BASE + 4 * BIO_P)	/* 1 page, file offset 0 */
 #define BIO_FILE2	(BIO_BASE + 5 * BIO_P)	/* 2 pages, file offset 2 pages */
 #define BIO_VDSO	(BIO_BASE + 8 * BIO_P)	/* 1 page, "[vdso]" */
+#define BIO_DATA	(BIO_BASE + 10 * BIO_P)	/* 1 page, file, not executable */
 #define BIO_FILE_SIZE	(4 * BIO_P)
 
 #define BIO_KERNEL_ADDR	0xffffffff81000000UL
@@ -121,7 +126,9 @@ static struct file *bio_file(struct kunit *test, const void *buf, size_t len)
 	file = shmem_file_setup("perf_bio_kunit", BIO_FILE_SIZE, VM_NORESERVE);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(file));
 	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, bio_fput, file));
-	KUNIT_ASSERT_EQ(test, (ssize_t)len, kernel_write(file, buf, len, &pos));
+	if (len)
+		KUNIT_ASSERT_EQ(test, (ssize_t)len,
+				kernel_write(file, buf, len, &pos));
 	return file;
 }
 
@@ -366,16 +373,22 @@ static void bio_map_layout(struct kunit *test, struct file *file)
 	struct mm_struct *mm;
 	unsigned long addr;
 
+	/* Code: JIT-like anonymous memory, a file at two offsets */
 	addr = kunit_vm_mmap(test, NULL, BIO_ANON, 2 * BIO_P,
-			     PROT_READ | PROT_WRITE,
+			     PROT_READ | PROT_WRITE | PROT_EXEC,
 			     MAP_ANONYMOUS | MAP_PRIVATE | MAP_FIXED, 0);
 	KUNIT_ASSERT_EQ(test, addr, BIO_ANON);
-	addr = kunit_vm_mmap(test, file, BIO_FILE0, BIO_P, PROT_READ,
+	addr = kunit_vm_mmap(test, file, BIO_FILE0, BIO_P, PROT_READ | PROT_EXEC,
 			     MAP_PRIVATE | MAP_FIXED, 0);
 	KUNIT_ASSERT_EQ(test, addr, BIO_FILE0);
-	addr = kunit_vm_mmap(test, file, BIO_FILE2, 2 * BIO_P, PROT_READ,
-			     MAP_PRIVATE | MAP_FIXED, 2 * BIO_P);
+	addr = kunit_vm_mmap(test, file, BIO_FILE2, 2 * BIO_P,
+			     PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED,
+			     2 * BIO_P);
 	KUNIT_ASSERT_EQ(test, addr, BIO_FILE2);
+	/* Data: described by no record, its file never read */
+	addr = kunit_vm_mmap(test, file, BIO_DATA, BIO_P, PROT_READ,
+			     MAP_PRIVATE | MAP_FIXED, 0);
+	KUNIT_ASSERT_EQ(test, addr, BIO_DATA);
 
 	mm = current->mm;
 	KUNIT_ASSERT_NOT_NULL(test, mm);
@@ -401,6 +414,7 @@ static const unsigned long bio_addrs[] = {
 	BIO_KERNEL_ADDR,
 	0,
 	BIO_BASE + 3 * BIO_P,		/* branches: in a hole */
+	BIO_DATA + 0x50,		/* into data */
 	BIO_FILE0 + 0x10,		/* again */
 	BIO_ANON + BIO_P + 16,
 	BIO_BASE + 20 * BIO_P,		/* above every VMA */
@@ -459,8 +473,8 @@ static void bio_table(struct kunit *test)
 	bio_map_layout(test, file);
 	bio_resolve(test, &res, 8);
 
-	/* Sorted, unique, user only; hole and above-all stay in */
-	KUNIT_EXPECT_EQ(test, res.nr_addrs, 8);
+	/* Sorted, unique, user only; hole, data and above-all stay in */
+	KUNIT_EXPECT_EQ(test, res.nr_addrs, 9);
 	KUNIT_EXPECT_EQ(test, res.flags, 0);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
 
@@ -553,6 +567,45 @@ static void bio_no_build_id(struct kunit *test)
 	perf_bio_key_init(&key, file);
 	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
 	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
+}
+
+/* read() of the file fails as it does for O_DIRECT at the wrong alignment */
+static ssize_t bio_einval_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	return -EINVAL;
+}
+
+static const struct file_operations bio_einval_fops = {
+	.read_iter	= bio_einval_read_iter,
+};
+
+static void bio_read_einval(struct kunit *test)
+{
+	struct file *cached = bio_elf_file(test, 0x60);
+	struct file *empty = bio_file(test, NULL, 0);
+	struct perf_bio_map map = {};
+	struct perf_bio_key key;
+	u8 id[BUILD_ID_SIZE_MAX];
+
+	replace_fops(cached, &bio_einval_fops);
+	replace_fops(empty, &bio_einval_fops);
+
+	/* The note is in the page cache: found there, read() never asked */
+	KUNIT_EXPECT_TRUE(test, perf_bio_build_id(cached, &map));
+	bio_fill_id(id, 0x60);
+	KUNIT_EXPECT_EQ(test, map.flags, 0);
+	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
+	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
+
+	/* Nothing cached and read() fails: not read, and not remembered */
+	memset(&map, 0, sizeof(map));
+	perf_bio_build_id(empty, &map);
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_UNREADABLE);
+	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
+	KUNIT_EXPECT_TRUE(test, bio_all_zero(map.build_id, sizeof(map.build_id)));
+	perf_bio_key_init(&key, empty);
+	memset(&map, 0, sizeof(map));
+	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
 }
 
 /* A table as the deferred work keeps it, from a resolved record */
@@ -667,6 +720,7 @@ static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bio_table_truncated),
 	KUNIT_CASE(bio_cache),
 	KUNIT_CASE(bio_no_build_id),
+	KUNIT_CASE(bio_read_einval),
 	KUNIT_CASE(bio_reuse_table),
 	{}
 };

@@ -151,6 +151,25 @@ int unwind_user_faultable(struct unwind_stacktrace *trace)
 	return 0;
 }
 
+/**
+ * unwind_user_trim - free the current task's cached user stack trace
+ *
+ * For a user of the framework that knows that no request will come for a
+ * while (perf, once its last receiving event is gone): the cache is
+ * allocated again by the next unwind_user_faultable().  Only the task
+ * itself uses its cache, so freeing it here races with nothing.
+ *
+ * Context: current, task context; not from an unwind callback (whose
+ * trace points into the cache).
+ */
+void unwind_user_trim(void)
+{
+	struct unwind_task_info *info = &current->unwind_info;
+
+	kfree(info->cache);
+	info->cache = NULL;
+}
+
 /*
  * Call every work that asked during this entry and has not been called
  * yet.  Runs on current, from the task_work or from do_exit(), inside

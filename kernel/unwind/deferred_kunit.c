@@ -23,8 +23,8 @@
  *
  * Cases:
  *   ut_walk_*		the unwinder on 64-bit and 32-bit chains, on broken
- *			chains (each must end the walk cleanly), and at the
- *			depth bound
+ *			chains (each must end the walk cleanly), from a
+ *			function's prologue, and at the depth bound
  *   ut_cookie_*	never 0, stable in an entry, new after it, different
  *			across tasks and across CPUs
  *   ut_init_bounded	the bound on users, -EBUSY past it
@@ -73,6 +73,8 @@
 #define UT_FRAME0	0x200		/* offset of the innermost frame record */
 #define UT_IP		0x08048100UL
 #define UT_RA(k)	(0x08049000UL + 0x10 * (k))
+#define UT_CODE		(UT_BASE + 3 * PAGE_SIZE)	/* instructions at the IP */
+#define UT_CALLER_RA	0x0804a000UL	/* return address on top of the stack */
 #define UT_FRAMES	5		/* a short chain: UT_IP plus 5 returns */
 #define UT_LONG_FRAMES	600		/* more than UNWIND_MAX_ENTRIES */
 #define UT_TRACE_MAX	1024
@@ -334,6 +336,76 @@ static void ut_walk_stops(struct kunit *test)
 	c->mutate(&ctx->stack);
 	ut_expect_chain(test, ctx->entries, ut_walk(test, UT_TRACE_MAX),
 			c->frames);
+}
+
+/**
+ * struct ut_prologue_case - a task stopped in a function's prologue
+ * @name:	what the instructions at the IP are
+ * @ws:		word size
+ * @code:	the instructions
+ * @pushed:	words the function has pushed (%rbp), or -1: not a prologue
+ */
+struct ut_prologue_case {
+	const char	*name;
+	unsigned int	ws;
+	u8		code[4];
+	int		pushed;
+};
+
+static const struct ut_prologue_case ut_prologue_cases[] = {
+	{ "push-64", 8, { 0x55, 0x48, 0x89, 0xe5 }, 0 },
+	{ "endbr64", 8, { 0xf3, 0x0f, 0x1e, 0xfa }, 0 },
+	{ "mov-89-64", 8, { 0x48, 0x89, 0xe5, 0x90 }, 1 },
+	{ "mov-8b-64", 8, { 0x48, 0x8b, 0xec, 0x90 }, 1 },
+	{ "push-32", 4, { 0x55, 0x89, 0xe5, 0x90 }, 0 },
+	{ "endbr32", 4, { 0xf3, 0x0f, 0x1e, 0xfb }, 0 },
+	{ "mov-89-32", 4, { 0x89, 0xe5, 0x90, 0x90 }, 1 },
+	{ "body-64", 8, { 0x48, 0x01, 0xc0, 0x90 }, -1 },
+	{ "mov-without-rex-64", 8, { 0x89, 0xe5, 0x90, 0x90 }, -1 },
+};
+
+static void ut_prologue_case_desc(const struct ut_prologue_case *c,
+				  char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(ut_prologue, ut_prologue_cases, ut_prologue_case_desc);
+
+/*
+ * Stopped in a prologue, the frame pointer is still the caller's: the
+ * caller's return address, on top of the stack, must be the second entry,
+ * then the chain as usual.  Elsewhere the top of the stack is not looked
+ * at.
+ */
+static void ut_walk_prologue(struct kunit *test)
+{
+	const struct ut_prologue_case *c = test->param_value;
+	struct ut_ctx *ctx = test->priv;
+	struct ut_stack *s = &ctx->stack;
+	unsigned int nr, k, first = 1;
+
+	ut_build(s, c->ws, UT_FRAMES, 8 * c->ws);
+	memcpy(s->img + (UT_CODE - UT_BASE), c->code, sizeof(c->code));
+	s->ip = UT_CODE;
+	s->sp = s->fp - 8 * c->ws;
+	/* What the call pushed, then the prologue's push of %rbp */
+	if (c->pushed > 0)
+		ut_put_word(s, s->sp, s->fp);
+	ut_put_word(s, s->sp + max(c->pushed, 0) * c->ws, UT_CALLER_RA);
+
+	nr = ut_walk(test, UT_TRACE_MAX);
+	KUNIT_EXPECT_EQ(test, ctx->entries[0], UT_CODE);
+	if (c->pushed >= 0) {
+		KUNIT_ASSERT_EQ(test, nr, UT_FRAMES + 2);
+		KUNIT_EXPECT_EQ(test, ctx->entries[1], UT_CALLER_RA);
+		first = 2;
+	} else {
+		KUNIT_ASSERT_EQ(test, nr, UT_FRAMES + 1);
+	}
+	for (k = 0; k < UT_FRAMES; k++)
+		KUNIT_EXPECT_EQ_MSG(test, ctx->entries[first + k], UT_RA(k),
+				    "frame %u", k);
 }
 
 static_assert(UT_LONG_FRAMES + 1 <= UT_TRACE_MAX);
@@ -1227,6 +1299,7 @@ static struct kunit_case unwind_deferred_test_cases[] = {
 	KUNIT_CASE(ut_walk_chain64),
 	KUNIT_CASE(ut_walk_chain32),
 	KUNIT_CASE_PARAM(ut_walk_stops, ut_bad_gen_params),
+	KUNIT_CASE_PARAM(ut_walk_prologue, ut_prologue_gen_params),
 	KUNIT_CASE(ut_walk_max_depth),
 	KUNIT_CASE(ut_walk_refused),
 	KUNIT_CASE(ut_cookie_one_cpu),

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -789,6 +791,37 @@ const char *self_dir(void)
 }
 
 /* An integer from a /proc file; INT_MIN if unreadable */
+const char *bio_debugfs(const char *file)
+{
+	static char path[PATH_MAX];
+	struct stat st;
+
+	/* Mounted where it is not yet, as root can: as the ftrace tests do */
+	if (stat("/sys/kernel/debug/perf_build_id_offset", &st))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/perf_build_id_offset/%s",
+		 file);
+	return path;
+}
+
+long long bio_stat(const char *name)
+{
+	FILE *f = fopen(bio_debugfs("stats"), "r");
+	char key[64];
+	long long v, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			ret = v;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 int read_int(const char *path)
 {
 	FILE *f = fopen(path, "r");

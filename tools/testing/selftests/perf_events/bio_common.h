@@ -36,7 +36,7 @@ struct bio_rec_head {
 };
 
 #define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
-			 PERF_BIO_F_ADDRS_DROPPED)
+			 PERF_BIO_F_ADDRS_DROPPED | PERF_BIO_F_MAPS_CHANGED)
 #define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
 			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
 			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
@@ -181,6 +181,13 @@ void fake_frame_spin(unsigned long n, uintptr_t *frames);
 const char *self_exe(void);
 const char *self_dir(void);
 int read_int(const char *path);
+/*
+ * Path of @file in debugfs perf_build_id_offset/ (a static buffer),
+ * mounting debugfs if it is not
+ */
+const char *bio_debugfs(const char *file);
+/* Counter @name of debugfs perf_build_id_offset/stats; -1 if unreadable */
+long long bio_stat(const char *name);
 int write_paranoid(int v);
 
 /* Task flags from /proc/.../stat */

@@ -563,7 +563,9 @@ TEST(resolve_self)
  * files the loader would not see: each case gives the mapping flags and
  * the build-ID the record must carry.
  */
-enum special { SP_COLD, SP_MEMFD, SP_DELETED, SP_NO_BUILD_ID, SP_SECRET };
+enum special {
+	SP_COLD, SP_MEMFD, SP_DELETED, SP_NO_BUILD_ID, SP_SECRET, SP_DATA
+};
 
 struct special_map {
 	void *base;
@@ -574,6 +576,7 @@ struct special_map {
 	int bid_size;
 	uint8_t bid[MAX_BUILD_ID];
 	uint8_t want_flags, deny_flags;
+	bool want_none;		/* no map may cover it: not code */
 };
 
 static int copy_fd(int from, int to)
@@ -696,7 +699,10 @@ static void run_special(struct __test_metadata *_metadata,
 			continue;
 		r = find_record(&t, s->tid, s->cookie);
 		bm = r ? rec_find(r, a) : NULL;
-		if (bm && bm->start == (uintptr_t)sm->base &&
+		if (sm->want_none && !bm) {
+			ok++;
+		} else if (!sm->want_none && bm &&
+		    bm->start == (uintptr_t)sm->base &&
 		    bm->end == (uintptr_t)sm->base + sm->len &&
 		    bm->pgoff == sm->pgoff &&
 		    (bm->flags & sm->want_flags) == sm->want_flags &&
@@ -750,6 +756,10 @@ FIXTURE_VARIANT_ADD(special, no_build_id) {
 
 FIXTURE_VARIANT_ADD(special, secretmem) {
 	.kind = SP_SECRET, .lib = "libbio_dl.so",
+};
+
+FIXTURE_VARIANT_ADD(special, not_code) {
+	.kind = SP_DATA, .lib = "libbio_dl.so",
 };
 
 FIXTURE_SETUP(special)
@@ -828,15 +838,32 @@ TEST_F(special, run)
 			SKIP(return, "memfd_secret: %s", strerror(errno));
 		ret = fill_secret(fd, self->src);
 		ASSERT_EQ(0, ret) TH_LOG("fill memfd_secret: %s", strerror(-ret));
-		/* Not executable: reached as a return address of a fake frame */
+		/*
+		 * Its mount is noexec: never code, reached only as the
+		 * return address of a fake frame.
+		 */
 		sm->len = sysconf(_SC_PAGESIZE);
 		sm->base = mmap(NULL, sm->len, PROT_READ, MAP_SHARED, fd, 0);
 		ASSERT_NE(MAP_FAILED, sm->base);
 		sm->fake_ret = (uintptr_t)sm->base + 0x100;
-		/* Never read: no build-ID, though the bytes are an ELF file */
-		sm->bid_size = 0;
-		memset(sm->bid, 0, sizeof(sm->bid));
-		sm->want_flags = PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE;
+		/* Not code: described by no record, and never read */
+		sm->want_none = true;
+		break;
+	case SP_DATA:
+#ifndef __x86_64__
+		SKIP(return, "the made-up frame is x86-64 code");
+#endif
+		/*
+		 * An ELF file mapped for reading only, as data: a return
+		 * address into it is no code address.  No record may
+		 * describe it (or read its build-ID).
+		 */
+		fd = dup(self->src);
+		sm->len = sysconf(_SC_PAGESIZE);
+		sm->base = mmap(NULL, sm->len, PROT_READ, MAP_PRIVATE, fd, 0);
+		ASSERT_NE(MAP_FAILED, sm->base);
+		sm->fake_ret = (uintptr_t)sm->base + 0x100;
+		sm->want_none = true;
 		break;
 	}
 	close(fd);
@@ -870,42 +897,60 @@ static void *churn(void *arg)
 	return (void *)n;
 }
 
-TEST(munmap_race)
+/*
+ * Sample this thread, into @rb, while it runs @work and another thread
+ * churns; the churning one is not sampled.  Returns its rounds.
+ */
+static unsigned long beside_churn(struct __test_metadata *_metadata,
+				  struct ring *rb, struct trace *t,
+				  void (*work)(struct ring *rb, struct trace *t))
 {
 	struct perf_event_attr attr;
 	char path[PATH_MAX];
-	struct trace t = {};
-	struct tally ty;
-	struct ring rb;
-	struct maps m;
+	void *iters = NULL;
 	pthread_t th;
-	void *iters;
 
-	if (bio_missing(_metadata))
-		return;
 	lib_path(path, sizeof(path), "libbio_nobid.so");
 	__atomic_store_n(&stop_churn, 0, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_create(&th, NULL, churn, path));
 
-	/* This thread only: the churning one is not sampled */
 	bio_attr(&attr);
-	ASSERT_EQ(0, ring_open(&rb, &attr, syscall(__NR_gettid), -1,
+	ASSERT_EQ(0, ring_open(rb, &attr, syscall(__NR_gettid), -1,
 			       RING_PAGES));
-	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
-	burn(1.0, &rb, 1, &t, NULL);
-	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ASSERT_EQ(0, ioctl(rb->fd, PERF_EVENT_IOC_ENABLE, 0));
+	work(rb, t);
+	ASSERT_EQ(0, ioctl(rb->fd, PERF_EVENT_IOC_DISABLE, 0));
 	__atomic_store_n(&stop_churn, 1, __ATOMIC_RELAXED);
 	pthread_join(th, &iters);
-	ring_drain(&rb, &t);
+	ring_drain(rb, t);
+	return (unsigned long)iters;
+}
+
+static void burn_second(struct ring *rb, struct trace *t)
+{
+	burn(1.0, rb, 1, t, NULL);
+}
+
+TEST(munmap_race)
+{
+	unsigned long iters;
+	struct trace t = {};
+	struct tally ty;
+	struct ring rb;
+	struct maps m;
+
+	if (bio_missing(_metadata))
+		return;
+	iters = beside_churn(_metadata, &rb, &t, burn_second);
 
 	/* The sampled thread's own code was never unmapped: exact */
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, NULL, &ty, NULL, NULL);
 	tally_print("munmap_race", &ty, &t);
 	ksft_print_msg("munmap_race: %lu map/unmap rounds beside the sampled thread\n",
-		       (unsigned long)iters);
+		       iters);
 	expect_exact(_metadata, &t, &ty, 50, false, 999);
-	EXPECT_LT(0, (unsigned long)iters);
+	EXPECT_LT(0, iters);
 	free(m.v);
 	trace_free(&t);
 	ring_close(&rb);
@@ -1037,6 +1082,132 @@ TEST(fork_exec_exit)
 }
 
 /* Invalid combinations and reserved bits: EINVAL */
+/*
+ * Every receiving event that starts moves a global generation, which
+ * retires every task's last record: the new receiver has not seen them.
+ * The inherited copies of an event in new children and threads are no
+ * new receiver (the new task has no record yet, the others' records went
+ * to the parent event already): forks and threads of a profiled program
+ * must leave the generation, and the reuse of every other task, alone.
+ */
+static void *no_op(void *arg)
+{
+	return arg;
+}
+
+/*
+ * A sampling receiver on this process, inherited by its new children and
+ * threads; without a buffer, which an inherited per-task event cannot have
+ */
+static int open_inherited(void)
+{
+	struct perf_event_attr attr;
+
+	bio_attr(&attr);
+	attr.inherit = 1;
+	return perf_open(&attr, 0, -1);
+}
+
+TEST(inherit_generation)
+{
+	long long g0, g1, g2;
+	int fd, other, i, status;
+	pthread_t th;
+	pid_t pid;
+
+	if (bio_missing(_metadata))
+		return;
+	fd = open_inherited();
+	ASSERT_LE(0, fd) TH_LOG("perf_event_open: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_ENABLE, 0));
+	g0 = bio_stat("generation");
+	if (g0 < 0) {
+		close(fd);
+		SKIP(return, "no debugfs perf_build_id_offset/stats");
+	}
+
+	for (i = 0; i < 10; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(0);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_EQ(0, pthread_create(&th, NULL, no_op, NULL));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+	}
+	g1 = bio_stat("generation");
+
+	/* A receiver of its own does move it */
+	other = open_inherited();
+	ASSERT_LE(0, other);
+	g2 = bio_stat("generation");
+	close(other);
+	close(fd);
+
+	ksft_print_msg("inherit_generation: %lld before 10 forks and 10 threads, %lld after, %lld after a new receiver\n",
+		       g0, g1, g2);
+	EXPECT_EQ(g0, g1);
+	EXPECT_LT(g1, g2);
+}
+
+/*
+ * Once the last receiving event is gone, every task gives back its
+ * per-task state (the stash with its last record, the unwind cache) when
+ * it next returns to user space; debugfs stats "stashes" counts the
+ * stashes there are.  Eight threads are sampled, get one each, and must
+ * have given them back after the event is closed.
+ */
+static int stop_spin;
+
+static void *spin_syscalls(void *arg)
+{
+	while (!__atomic_load_n(&stop_spin, __ATOMIC_RELAXED)) {
+		bio_sink += leaf(20000);
+		syscall(__NR_getppid);
+	}
+	return arg;
+}
+
+TEST(stashes_freed)
+{
+	long long before, during, after = -1;
+	pthread_t th[8];
+	int fd, i;
+
+	if (bio_missing(_metadata))
+		return;
+	fd = open_inherited();
+	ASSERT_LE(0, fd) TH_LOG("perf_event_open: %s", strerror(errno));
+	before = bio_stat("stashes");
+	if (before < 0) {
+		close(fd);
+		SKIP(return, "no debugfs perf_build_id_offset/stats");
+	}
+	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_ENABLE, 0));
+	__atomic_store_n(&stop_spin, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, spin_syscalls, NULL));
+	burn(0.3, NULL, 0, NULL, NULL);
+	during = bio_stat("stashes");
+
+	/* The threads go on entering the kernel and returning */
+	close(fd);
+	for (i = 0; i < 100; i++) {
+		usleep(50000);
+		after = bio_stat("stashes");
+		if (after <= during - 8)
+			break;
+	}
+	__atomic_store_n(&stop_spin, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+
+	ksft_print_msg("stashes_freed: %lld stashes before, %lld with 8 threads sampled, %lld after the event was closed\n",
+		       before, during, after);
+	EXPECT_LE(before + 8, during);
+	EXPECT_LE(after, during - 8);
+}
+
 TEST(invalid_attrs)
 {
 	struct perf_event_attr attr;
@@ -1210,6 +1381,7 @@ TEST(cpu_wide_migrate)
 {
 	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), i, k, go, status;
 	uint64_t moved = 0, kthread_samples = 0, kthread_cookies = 0;
+	uint64_t user_moved = 0;
 	struct perf_event_attr attr;
 	struct trace t = {};
 	struct ring *rb;
@@ -1255,6 +1427,13 @@ TEST(cpu_wide_migrate)
 		if ((pid_t)s->tid == child) {
 			r = find_record(&t, s->tid, s->cookie);
 			moved += r && r->cpu != s->cpu;
+			/*
+			 * The child is pinned to one CPU at a time and moves
+			 * only in its own system calls: a sample in user mode
+			 * has its entry's record on its CPU, and may name an
+			 * earlier one only if that went to this CPU's buffer.
+			 */
+			user_moved += r && !s->kernel && r->cpu != s->cpu;
 			continue;
 		}
 		if (is_kthread(s->pid)) {
@@ -1264,11 +1443,13 @@ TEST(cpu_wide_migrate)
 	}
 	for (k = 0; k < t.nr_r; k++)
 		kthread_cookies += is_kthread(t.r[k].pid);
-	ksft_print_msg("cpu_wide_migrate: %llu records written on another CPU than their sample; %llu kernel-thread samples, %llu of them with a cookie or a record\n",
+	ksft_print_msg("cpu_wide_migrate: %llu records written on another CPU than their sample, %llu of them of user-mode samples; %llu kernel-thread samples, %llu of them with a cookie or a record\n",
 		       (unsigned long long)moved,
+		       (unsigned long long)user_moved,
 		       (unsigned long long)kthread_samples,
 		       (unsigned long long)kthread_cookies);
 	expect_exact(_metadata, &t, &ty, 50, false, 999);
+	EXPECT_EQ(0, user_moved);
 	EXPECT_EQ(0, kthread_cookies);
 	EXPECT_LT(0, kthread_samples);
 	free(m.v);
@@ -1298,7 +1479,7 @@ static __attribute__((noipa)) void long_syscalls(double secs)
 /* debugfs perf_build_id_offset/reuse: 1, 0, or -1 when it cannot be read */
 static int reuse_knob(void)
 {
-	FILE *f = fopen("/sys/kernel/debug/perf_build_id_offset/reuse", "r");
+	FILE *f = fopen(bio_debugfs("reuse"), "r");
 	int v = -1;
 
 	if (f) {
@@ -1322,6 +1503,7 @@ TEST(cookie_per_entry)
 {
 	uint64_t shared = 0, dup_records = 0, user_shared = 0;
 	uint64_t earlier = 0, not_last = 0, not_covered = 0;
+	uint64_t maps_changed = 0;
 	struct perf_event_attr attr;
 	struct trace t = {};
 	int i, k, reuse;
@@ -1371,17 +1553,22 @@ TEST(cookie_per_entry)
 			break;
 		}
 	}
-	for (i = 0; i < t.nr_r; i++)
+	for (i = 0; i < t.nr_r; i++) {
 		for (k = i + 1; k < t.nr_r; k++)
 			dup_records += t.r[k].cookie == t.r[i].cookie;
-	ksft_print_msg("cookie_per_entry: %d samples, %d records (reuse %d); %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records\n",
+		maps_changed += !!(t.r[i].flags & PERF_BIO_F_MAPS_CHANGED);
+	}
+	ksft_print_msg("cookie_per_entry: %d samples, %d records (reuse %d); %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records, %llu with MAPS_CHANGED\n",
 		       t.nr_s, t.nr_r, reuse, (unsigned long long)shared,
 		       (unsigned long long)user_shared,
 		       (unsigned long long)earlier,
 		       (unsigned long long)not_last,
 		       (unsigned long long)not_covered,
-		       (unsigned long long)dup_records);
+		       (unsigned long long)dup_records,
+		       (unsigned long long)maps_changed);
 	EXPECT_EQ(0, t.bad_records);
+	/* One thread, and its system calls map nothing */
+	EXPECT_EQ(0, maps_changed);
 	EXPECT_EQ(0, user_shared);
 	EXPECT_EQ(0, dup_records);
 	EXPECT_EQ(0, not_last);
@@ -1391,6 +1578,47 @@ TEST(cookie_per_entry)
 	/* The loop changes no mapping: most samples reuse, when allowed */
 	if (reuse == 1)
 		EXPECT_LT(t.nr_r, t.nr_s / 2);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/*
+ * Another thread maps and unmaps a library while this one is inside long
+ * system calls, where its samples land: the record of an entry in which
+ * the address space changed after the entry's first sample says so
+ * (PERF_BIO_F_MAPS_CHANGED), and still resolves this thread's own code,
+ * which never moved.  cookie_per_entry checks that no record says so
+ * when nothing changes.
+ */
+static void syscalls_second(struct ring *rb, struct trace *t)
+{
+	long_syscalls(1.0);
+}
+
+TEST(maps_changed)
+{
+	uint64_t flagged = 0;
+	unsigned long iters;
+	struct trace t = {};
+	struct tally ty;
+	struct ring rb;
+	struct maps m;
+	int i;
+
+	if (bio_missing(_metadata))
+		return;
+	iters = beside_churn(_metadata, &rb, &t, syscalls_second);
+
+	for (i = 0; i < t.nr_r; i++)
+		flagged += !!(t.r[i].flags & PERF_BIO_F_MAPS_CHANGED);
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, NULL, NULL);
+	tally_print("maps_changed", &ty, &t);
+	ksft_print_msg("maps_changed: %d records, %llu with MAPS_CHANGED; %lu map/unmap rounds beside\n",
+		       t.nr_r, (unsigned long long)flagged, iters);
+	expect_exact(_metadata, &t, &ty, 20, false, 999);
+	EXPECT_LT(0, flagged);
+	free(m.v);
 	trace_free(&t);
 	ring_close(&rb);
 }
@@ -1507,6 +1735,63 @@ TEST(full_buffer)
 	EXPECT_LT(0, t.lost);
 	/* Each kept sample without its record: that record was lost */
 	EXPECT_LE(unjoined, t.lost);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/*
+ * A record that did not fit is lost, and counted lost; no later sample
+ * may name it, not even once the reader has made room again.  The event
+ * stays enabled throughout (enabling it alone would retire the task's
+ * last record).  User-mode samples each have a kernel entry of their
+ * own: two of them share a cookie only when the second names the record
+ * of the first, so a missing record with two such samples was reused
+ * after it was lost.
+ */
+TEST(no_room_reuse)
+{
+	uint64_t lost_cookies = 0, named_lost = 0;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct ring rb;
+	int i, k;
+
+	if (bio_missing(_metadata))
+		return;
+	bio_attr(&attr);
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 1));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	/* Each round overflows the one page, then the reader empties it */
+	for (i = 0; i < 40; i++) {
+		burn(0.03, NULL, 0, NULL, NULL);
+		ring_drain(&rb, &t);
+	}
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	for (i = 0; i < t.nr_s; i++) {
+		const struct sample *s = &t.s[i];
+		bool again = false;
+
+		if (s->kernel || !s->cookie ||
+		    find_record(&t, s->tid, s->cookie))
+			continue;
+		for (k = 0; k < i && !again; k++)
+			again = t.s[k].tid == s->tid && !t.s[k].kernel &&
+				t.s[k].cookie == s->cookie;
+		if (again)
+			named_lost++;
+		else
+			lost_cookies++;
+	}
+	ksft_print_msg("no_room_reuse: %d samples and %d records kept, %llu lost; %llu user-mode samples without their record, %llu more naming one of those\n",
+		       t.nr_s, t.nr_r, (unsigned long long)t.lost,
+		       (unsigned long long)lost_cookies,
+		       (unsigned long long)named_lost);
+	EXPECT_EQ(0, t.bad_records);
+	/* Else the test tested nothing */
+	ASSERT_LT(0, t.lost);
+	EXPECT_EQ(0, named_lost);
 	trace_free(&t);
 	ring_close(&rb);
 }

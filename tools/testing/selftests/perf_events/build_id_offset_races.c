@@ -123,9 +123,10 @@ enum verdict { RESOLVED, UNRESOLVED, NOT_CODE, ANON, WRONG };
 
 /*
  * Check the record's map @bm for address @a against the truth @m.  File
- * mappings and the vDSO must match exactly.  Anonymous memory may differ
- * between the truth and the sampled task (heap, thread stacks of a child)
- * and is not checked, except that a map there must not claim a file.
+ * mappings and the vDSO must match exactly; a file mapping that is not
+ * executable must have no map.  Anonymous memory may differ between the
+ * truth and the sampled task (heap, thread stacks of a child) and is not
+ * checked, except that a map there must not claim a file.
  */
 static enum verdict truth_verdict(struct maps *m, uint64_t a,
 				  const struct bio_map *bm, const char **why)
@@ -147,7 +148,9 @@ static enum verdict truth_verdict(struct maps *m, uint64_t a,
 			*why = "a build-ID where the truth has no file";
 		return *why ? WRONG : ANON;
 	}
-	if (bm->start != v->start || bm->end != v->end)
+	if (v->kind == VMA_FILE && !v->exec)
+		*why = "a map of a file mapping that is not executable";
+	else if (bm->start != v->start || bm->end != v->end)
 		*why = "mapping bounds differ";
 	else if (v->kind == VMA_VDSO)
 		*why = !(bm->flags & PERF_BIO_MAP_VDSO) || bm->pgoff ||
@@ -1907,21 +1910,26 @@ TEST_F(pending_ops, run)
  * points into them, while another thread keeps changing the slots: a
  * copy replaced by another one (MAP_FIXED; the code bytes are the same,
  * so the sampled thread runs on across the change), unmapped, replaced
- * by anonymous memory, moved to another slot (mremap) or partly made
- * non-executable (mprotect, which splits the VMA).  Where it runs into a
- * slot that is gone it takes SIGSEGV and carries on elsewhere.  Every
- * copy is its own file with its own build-ID, and the churning thread
- * logs, for each change, the time before and after the system call, the
- * slot and what it holds now.
+ * by anonymous memory (executable or not), moved to another slot
+ * (mremap) or its first page made non-executable and executable again
+ * (mprotect, which splits the VMA).  Where it runs into a slot that is
+ * gone, not executable or anonymous (zeros) it takes SIGSEGV and carries
+ * on elsewhere.  Every copy is its own file with its own build-ID, and
+ * the churning thread logs, for each change, the time before and after
+ * the system call, the slot and what it holds now, down to which part of
+ * it is executable.
  *
  * The kernel looks the address up somewhen between the entry's first
- * sample and the record.  So a slot address must resolve to a state the
- * slot had during that time: the right copy's build-ID at the right file
- * offset, anonymous memory, or (while the slot is a hole, which another
- * mapping may take) anything but one of our copies.  A slot whose copy
- * stayed all that time must resolve exactly: never unresolved.  Outside
- * the slots (this program, libc, a copy no one touches) every address
- * must resolve exactly against /proc/self/maps.
+ * sample and the record, and describes only executable mappings.  So a
+ * slot address must resolve to a state the slot had during that time in
+ * which the address was executable: the right copy's build-ID at the
+ * right file offset, anonymous memory, or (while the slot is a hole,
+ * which another mapping may take) anything but one of our copies.  Where
+ * the slot held only memory that is not executable there, the address
+ * must stay unresolved.  A slot whose executable copy stayed all that
+ * time must resolve exactly: never unresolved.  Outside the slots (this
+ * program, libc, a copy no one touches) every address must resolve
+ * exactly against /proc/self/maps.
  */
 #define CH_SLOTS	8
 #define CH_COPIES	6		/* churned files; one more stays put */
@@ -1936,6 +1944,7 @@ enum ch_op_kind { OP_REPLACE, OP_UNMAP, OP_ANON, OP_MREMAP, OP_MPROTECT,
 struct ch_state {
 	enum ch_kind kind;
 	int copy;
+	size_t exec_from;	/* where in the slot code starts (len: none) */
 };
 
 struct ch_op {
@@ -1980,7 +1989,7 @@ static void ch_failed(struct churn *ch, const char *what)
 }
 
 static void ch_log(struct churn *ch, uint64_t t0, uint64_t t1, int slot,
-		   enum ch_kind kind, int copy)
+		   enum ch_kind kind, int copy, size_t exec_from)
 {
 	struct ch_op *op = &ch->ops[ch->nr_ops++];
 
@@ -1989,6 +1998,7 @@ static void ch_log(struct churn *ch, uint64_t t0, uint64_t t1, int slot,
 	op->slot = slot;
 	op->st.kind = kind;
 	op->st.copy = copy;
+	op->st.exec_from = exec_from;
 	ch->cur[slot] = op->st;
 	ch->split[slot] = false;
 }
@@ -2009,7 +2019,7 @@ static int ch_map_file(struct churn *ch, int j, int k)
 	}
 	if (p != ch_slot(ch, j))
 		return -1;
-	ch_log(ch, t0, now_ns(), j, CH_FILE, k);
+	ch_log(ch, t0, now_ns(), j, CH_FILE, k, 0);
 	return 0;
 }
 
@@ -2023,6 +2033,7 @@ static void *ch_churner(void *arg)
 		int j = rand_r(&seed) % CH_SLOTS, op = rand_r(&seed) % 10, m;
 		char *base = ch_slot(ch, j);
 		uint64_t t0 = now_ns();
+		size_t from;
 		int prot;
 
 		if (ch->taken[j])
@@ -2035,14 +2046,19 @@ static void *ch_churner(void *arg)
 			if (munmap(base, ch->len))
 				ch_failed(ch, "munmap");
 			else
-				ch_log(ch, t0, now_ns(), j, CH_HOLE, -1);
+				ch_log(ch, t0, now_ns(), j, CH_HOLE, -1,
+				       ch->len);
 			ch->nr_kind[OP_UNMAP]++;
 		} else if (op < 6 && ch->cur[j].kind != CH_HOLE) {
-			if (mmap(base, ch->len, PROT_READ, MAP_PRIVATE |
+			/* Code, as a JIT's (zeros here), or data */
+			prot = rand_r(&seed) & 1 ? PROT_READ :
+						   PROT_READ | PROT_EXEC;
+			if (mmap(base, ch->len, prot, MAP_PRIVATE |
 				 MAP_ANONYMOUS | MAP_FIXED, -1, 0) != base)
 				ch_failed(ch, "anonymous mmap");
 			else
-				ch_log(ch, t0, now_ns(), j, CH_ANON, -1);
+				ch_log(ch, t0, now_ns(), j, CH_ANON, -1,
+				       prot & PROT_EXEC ? 0 : ch->len);
 			ch->nr_kind[OP_ANON]++;
 		} else if (op < 8 && ch->cur[j].kind != CH_HOLE &&
 			   !ch->split[j]) {
@@ -2060,16 +2076,20 @@ static void *ch_churner(void *arg)
 				continue;
 			}
 			ch_log(ch, t0, now_ns(), m, ch->cur[j].kind,
-			       ch->cur[j].copy);
+			       ch->cur[j].copy, ch->cur[j].exec_from);
 			ch_log(ch, t0, ch->ops[ch->nr_ops - 1].t1, j, CH_HOLE,
-			       -1);
+			       -1, ch->len);
 			ch->nr_kind[OP_MREMAP]++;
 		} else if (op >= 8 && ch->cur[j].kind == CH_FILE) {
-			/* The same file at the same offsets: no new state */
+			/* The same file at the same offsets, code or not */
 			prot = rand_r(&seed) & 1 ? PROT_READ :
 						   PROT_READ | PROT_EXEC;
+			from = prot & PROT_EXEC ? 0 : ch->page;
 			if (mprotect(base, ch->page, prot))
 				ch_failed(ch, "mprotect");
+			else if (from != ch->cur[j].exec_from)
+				ch_log(ch, t0, now_ns(), j, CH_FILE,
+				       ch->cur[j].copy, from);
 			/* Merged again or not: take it as split */
 			ch->split[j] = true;
 			ch->nr_kind[OP_MPROTECT]++;
@@ -2188,7 +2208,7 @@ static int ch_candidates(struct churn *ch, int j, uint64_t a, uint64_t b,
 
 struct ch_tally {
 	uint64_t addrs, exact, uncertain, stable_unresolved, unresolved;
-	uint64_t anon, foreign, wrong;
+	uint64_t not_code, anon, foreign, wrong;
 	char first_wrong[200], first_stable_unresolved[200];
 };
 
@@ -2214,13 +2234,14 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 	int j = (a - (uintptr_t)ch->region) / ch->stride, n, i, k = -1;
 	uint64_t base = (uintptr_t)ch_slot(ch, j), off = a - base;
 	struct ch_state cand[CH_MAX_CAND];
-	bool file_k = false, anon = false, hole = false;
+	bool file_k = false, held_k = false, anon = false, hole = false;
+	bool code = false;
 
 	ct->addrs++;
 	if (off >= ch->len) {
-		/* A guard page: reserved, never mapped by the churn */
-		if (bm && !(bm->flags & PERF_BIO_MAP_ANON))
-			ch_wrong(ct, a, "a file in a guard page", bm);
+		/* A guard page: PROT_NONE, never mapped by the churn */
+		if (bm)
+			ch_wrong(ct, a, "a map of a guard page", bm);
 		return;
 	}
 	n = ch_candidates(ch, j, r->first, r->time, cand);
@@ -2230,13 +2251,18 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 			    !memcmp(bm->build_id, ch->bid[i], ch->bid_size))
 				k = i;
 	}
+	/* Only where a state had code at @a may a map describe it */
 	for (i = 0; i < n; i++) {
-		file_k |= cand[i].kind == CH_FILE && cand[i].copy == k;
-		anon |= cand[i].kind == CH_ANON;
+		bool x = off >= cand[i].exec_from;
+
+		held_k |= cand[i].kind == CH_FILE && cand[i].copy == k;
+		file_k |= x && cand[i].kind == CH_FILE && cand[i].copy == k;
+		anon |= x && cand[i].kind == CH_ANON;
 		hole |= cand[i].kind == CH_HOLE;
+		code |= x;
 	}
 	if (!bm) {
-		if (n == 1 && cand[0].kind == CH_FILE &&
+		if (n == 1 && code && cand[0].kind == CH_FILE &&
 		    !(r->flags & PERF_BIO_F_TRUNCATED)) {
 			if (!ct->stable_unresolved++)
 				snprintf(ct->first_stable_unresolved,
@@ -2249,6 +2275,8 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 					 (unsigned long long)r->first,
 					 (unsigned long long)r->time, r->nr,
 					 r->flags, j, cand[0].copy);
+		} else if (!code && !hole) {
+			ct->not_code++;
 		} else {
 			ct->unresolved++;
 		}
@@ -2257,11 +2285,13 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 	if (bm->start < base || bm->end > base + ch->len)
 		ch_wrong(ct, a, "map reaches out of the slot", bm);
 	else if (k >= 0 && !file_k)
-		ch_wrong(ct, a, "a copy the slot did not hold then", bm);
+		ch_wrong(ct, a, held_k ? "a copy the slot held, not as code" :
+			 "a copy the slot did not hold then", bm);
 	else if (k >= 0 && a - bm->start + bm->pgoff != ch->pgoff + off)
 		ch_wrong(ct, a, "file offset differs", bm);
 	else if (k < 0 && (bm->flags & PERF_BIO_MAP_ANON) && !anon && !hole)
-		ch_wrong(ct, a, "anonymous, but the slot held a file", bm);
+		ch_wrong(ct, a, "anonymous, but the slot held no such code",
+			 bm);
 	else if (k < 0 && !(bm->flags & PERF_BIO_MAP_ANON) && !hole)
 		ch_wrong(ct, a, "a file that is none of ours", bm);
 	else if (k >= 0)
@@ -2445,12 +2475,13 @@ TEST(as_churn)
 		       (unsigned long long)ch->runs,
 		       (unsigned long long)ch->faults,
 		       (unsigned long long)ch->fakes);
-	ksft_print_msg("as_churn: %llu slot addresses: %llu exact while the copy stayed, %llu right across a change, %llu anonymous, %llu another mapping in a hole, %llu unresolved across a change, %llu unresolved though the copy stayed, %llu wrong\n",
+	ksft_print_msg("as_churn: %llu slot addresses: %llu exact while the copy stayed, %llu right across a change, %llu anonymous, %llu another mapping in a hole, %llu unresolved in memory that was no code, %llu unresolved across a change, %llu unresolved though the copy stayed, %llu wrong\n",
 		       (unsigned long long)ct.addrs,
 		       (unsigned long long)ct.exact,
 		       (unsigned long long)ct.uncertain,
 		       (unsigned long long)ct.anon,
 		       (unsigned long long)ct.foreign,
+		       (unsigned long long)ct.not_code,
 		       (unsigned long long)ct.unresolved,
 		       (unsigned long long)ct.stable_unresolved,
 		       (unsigned long long)ct.wrong);
