@@ -17,6 +17,10 @@
  * tid, the held samples of the older cookie will get no record and go out
  * unresolved by it (counted).  The same at the thread's exit and at the
  * end; and when more than BIO_HELD_MAX_BYTES are held, the oldest go.
+ * Those are delivered with none of their user addresses resolved: the
+ * thread's maps are those of other records, which need not be what the
+ * sample saw.  So are the samples of a record flagged MM_CHANGED, and the
+ * samples still held when the thread execs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -240,23 +244,36 @@ int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
 	return bio_thread__release(join, bt, cookie, /*joined=*/false, deliver, data);
 }
 
-/* After the record's maps went in: deliver the samples it is for */
+/*
+ * After the record's maps went in: deliver the samples it is for.  A
+ * record flagged MM_CHANGED has no maps: its samples are of the program
+ * before an exec.
+ */
 int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			 bio_deliver_fn deliver, void *data)
+			 u32 flags, bio_deliver_fn deliver, void *data)
 {
 	struct bio_join *join = machine__bio_join(machine);
+	bool mm_changed = flags & PERF_BIO_F_MM_CHANGED;
 	struct bio_thread *bt;
+	struct bio_held *held;
 
 	if (!join)
 		return 0;
 	bt = bio_join__thread(join, tid, /*create=*/true);
 	if (!bt)
 		return 0;
-	bt->last_cookie = cookie;
+	/* Later samples of the entry name it too: none of them resolves */
+	bt->last_cookie = mm_changed ? 0 : cookie;
+	list_for_each_entry(held, &bt->held, node)
+		if (held->cookie == cookie)
+			held->mm_changed = mm_changed;
 	return bio_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
 }
 
-/* The task exited: its record, if any, came before its EXIT */
+/*
+ * The task exited: its record, if any, came before its EXIT.  Or it
+ * exec()ed: no record of the old program comes after the COMM.
+ */
 int bio_join__exit_thread(struct machine *machine, u32 tid,
 			  bio_deliver_fn deliver, void *data)
 {

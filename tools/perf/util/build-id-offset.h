@@ -23,12 +23,15 @@ struct bio_held {
 	struct evsel		*evsel;
 	u64			 cookie;
 	u32			 tid;
+	/* Its record came flagged MM_CHANGED: no user address resolves */
+	bool			 mm_changed;
 	union perf_event	*event;
 };
 
 /*
  * Delivers a held sample.  joined: its record arrived (and its maps are
- * in the thread), otherwise it goes out unresolved by its record.
+ * in the thread, unless held->mm_changed), otherwise none came: then no
+ * user address of the sample may be resolved.
  */
 typedef int (*bio_deliver_fn)(struct bio_held *held, bool joined, void *data);
 
@@ -38,7 +41,7 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
 int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
 			   bio_deliver_fn deliver, void *data);
 int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			 bio_deliver_fn deliver, void *data);
+			 u32 flags, bio_deliver_fn deliver, void *data);
 int bio_join__exit_thread(struct machine *machine, u32 tid,
 			  bio_deliver_fn deliver, void *data);
 int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data);

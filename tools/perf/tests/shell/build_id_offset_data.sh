@@ -34,14 +34,16 @@ then
 fi
 
 # One software event sampling IP, TID, TIME and the cookie, sample_id_all;
-# three samples and one record with two maps.  $1: le or be; $2: extra to
-# add to the record's nr (a record that claims more maps than it holds).
+# four samples and one record with two maps.  $1: le or be; $2: extra to
+# add to the record's nr (a record that claims more maps than it holds);
+# $3: "mm" adds a sample whose record says MM_CHANGED.
 make_data() {
-  python3 - "$1" "$2" <<'EOF'
+  python3 - "$1" "$2" "${3:-}" <<'EOF'
 import struct, sys
 
 big = sys.argv[1] == "be"
 extra_nr = int(sys.argv[2])
+mm = sys.argv[3] == "mm"
 E = ">" if big else "<"
 
 def rec(type_, misc, body):
@@ -75,6 +77,10 @@ out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bytes(range(1, 21)), 0),
                              (0x7f0000000000, 0x7f0000004000, 0x2000, b"", 1 | 4)])
 out += sample(0x401300, 2000, 0)
 out += sample(0x401400, 3000, 0x2222)   # its record never comes
+if mm:
+    # An exec came between this sample and its record
+    out += sample(0x401500, 4000, 0x3333)
+    out += bio(4001, 0x3333, 2, [])
 sys.stdout.buffer.write(out)
 EOF
 }
@@ -160,6 +166,22 @@ test_join() {
   expect "Join" "1 of 4 samples with a build-ID offset cookie came without"
 }
 
+# A sample whose record never came, and one whose record says that the
+# task exec()ed in between, resolve nothing in user space: the thread's
+# maps (here the first record's, which covers both IPs) are not what
+# they saw.
+test_unresolved() {
+  echo "Samples without their record, or after an exec, unresolved"
+  make_data le 0 mm > "${data}"
+  perf script -i - -F tid,ip,dso < "${data}" > "${dump}" 2> /dev/null
+  expect "Unresolved" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314])"
+  expect "Unresolved" "401400 ([unknown])"
+  expect "Unresolved" "401500 ([unknown])"
+  perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
+  expect "Unresolved" "1 of 5 samples with a build-ID offset cookie came without"
+  expect "Unresolved" "1 samples with a build-ID offset cookie were taken before an exec"
+}
+
 # Run a scenario, then say how it went.
 run() {
   fail=0
@@ -179,6 +201,7 @@ run test_bad_nr be
 run test_script
 run test_inject
 run test_join
+run test_unresolved
 
 cleanup
 exit $err

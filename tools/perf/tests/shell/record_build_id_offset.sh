@@ -115,6 +115,30 @@ test_system_wide() {
   check_join "System wide" 0
 }
 
+# The kernel refuses the sample bit and defer_output on an event that
+# excludes user space.  Such an event gets neither: kernel-only events
+# record as without the option, and beside a user event that one gets
+# the records.
+test_exclude_user() {
+  echo "Build-ID offset with kernel-only events"
+  if ! perf record --build-id-offset -e cpu-clock:k -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2> "${dump}"
+  then
+    echo "Kernel only [Failed record: $(tail -n 1 "${dump}")]"
+    err=1
+    return
+  fi
+  echo "Kernel only [Success]"
+  if ! perf record --build-id-offset -e cpu-clock:k,cpu-clock:u -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2> "${dump}"
+  then
+    echo "Kernel and user [Failed record: $(tail -n 1 "${dump}")]"
+    err=1
+    return
+  fi
+  check_join "Kernel and user" 1
+}
+
 test_script() {
   echo "Build-ID offset in perf script"
   perf record --build-id-offset -e cpu-clock -c 1000000 \
@@ -162,6 +186,7 @@ test_inject() {
 test_support
 test_workload
 test_system_wide
+test_exclude_user
 test_script
 test_inject
 
