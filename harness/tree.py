@@ -35,7 +35,8 @@ SERIES = os.path.join(PATCHES, "series")
 TARBALL = os.environ.get("TARBALL", "/usr/src/linux-source-6.12.tar.xz")
 
 # Untracked files in the tree that are never ours to export.
-JUNK = re.compile(r"(\.orig|\.rej|~|\.swp|\.o|\.cmd|\.d)$|(^|/)\.#")
+JUNK = re.compile(r"(\.orig|\.rej|~|\.swp|\.o|\.cmd|\.d)$|(^|/)\.#|"
+                  r"(^|/)\.checkpatch-camelcase\.")
 
 
 def die(msg):

@@ -51,7 +51,8 @@ def rec(type_, misc, body):
 
 # attr flags are a bitfield: a big-endian writer has bit 0 at the top of
 # byte 0; perf reverses the bits of each byte.
-flags = ((1 << 18) | (1 << 39)).to_bytes(8, "little")   # sample_id_all, defer_output
+# sample_id_all, defer_output, and mmap as on perf record's tracking event
+flags = ((1 << 8) | (1 << 18) | (1 << 39)).to_bytes(8, "little")
 if big:
     flags = bytes(int(f"{b:08b}"[::-1], 2) for b in flags)
 sample_type = 1 | 2 | 4 | (1 << 25)  # IP, TID, TIME, BUILD_ID_OFFSET
@@ -154,6 +155,23 @@ test_inject() {
   expect "Inject" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
 }
 
+# perf inject -b and --buildid-all take the records' maps as they take
+# MMAP records': the DSO of the build-ID the joined sample hits, or every
+# DSO of the records, gets a PERF_RECORD_BUILD_ID.
+test_inject_build_ids() {
+  local opt
+
+  echo "perf inject -b and --buildid-all"
+  make_data le 0 > "${data}"
+  for opt in -b --buildid-all
+  do
+    perf inject "${opt}" -i - -o "${injected}" < "${data}" 2> /dev/null
+    perf report -D -i "${injected}" > "${dump}" 2> /dev/null
+    expect "Inject ${opt}" "BUILD_ID events:          1"
+    expect "Inject ${opt}" "[build-id:0102030405060708090a0b0c0d0e0f1011121314]"
+  done
+}
+
 # The first sample comes before its record: it must be held until the
 # record's maps are in, then resolve to the build-ID and file offset; the
 # last one's record never comes: counted.
@@ -200,6 +218,7 @@ run test_bad_nr le
 run test_bad_nr be
 run test_script
 run test_inject
+run test_inject_build_ids
 run test_join
 run test_unresolved
 
