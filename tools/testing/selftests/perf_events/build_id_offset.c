@@ -1208,6 +1208,65 @@ TEST(stashes_freed)
 	EXPECT_LE(after, during - 8);
 }
 
+/*
+ * A reader that starts a new output (perf record --switch-output) enables
+ * its receiving event again, though it is enabled: from then on no sample
+ * may name a record written before, which went to the old output.  The
+ * events use CLOCK_MONOTONIC, so that the times of samples and records
+ * compare with the time of that second enable.
+ */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+TEST(receiver_enabled_again)
+{
+	uint64_t before, after, stale = 0, joined = 0, late = 0;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct ring rb;
+	int i;
+
+	if (bio_missing(_metadata))
+		return;
+	bio_attr(&attr);
+	attr.use_clockid = 1;
+	attr.clockid = CLOCK_MONOTONIC;
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	burn(0.1, NULL, 0, NULL, NULL);
+	before = mono_ns();
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	after = mono_ns();
+	burn(0.05, NULL, 0, NULL, NULL);
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	for (i = 0; i < t.nr_s; i++) {
+		const struct sample *s = &t.s[i];
+		const struct record *r;
+
+		if (!s->cookie || s->time < after)
+			continue;
+		r = find_record(&t, s->tid, s->cookie);
+		late += !r;
+		joined += r && r->time >= after;
+		stale += r && r->time < before;
+	}
+	ksft_print_msg("receiver_enabled_again: %d samples, %d records; after the second enable: %llu samples naming a record from after it, %llu from before it, %llu without\n",
+		       t.nr_s, t.nr_r, (unsigned long long)joined,
+		       (unsigned long long)stale, (unsigned long long)late);
+	EXPECT_EQ(0, t.bad_records);
+	EXPECT_LT(0, joined);
+	EXPECT_EQ(0, stale);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
 TEST(invalid_attrs)
 {
 	struct perf_event_attr attr;
