@@ -991,6 +991,12 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
 
 	if (!event->attr.defer_output)
 		return;
+	/*
+	 * No buffer (inherited copies write to their parent's): nobody to
+	 * read the record there, so nobody it could be lost to
+	 */
+	if (!rcu_access_pointer((event->parent ?: event)->rb))
+		return;
 
 	perf_event_header__init(&rec.header, &sample,
 				PERF_RECORD_BUILD_ID_OFFSET,
@@ -1231,6 +1237,12 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
 	perf_bio_alloc_stash(bt, cookie, reuse);
+	/*
+	 * The last receiver went away since the check above: the sweep
+	 * that followed may have passed this task already
+	 */
+	if (!atomic_read(&nr_defer_output_events))
+		perf_bio_free_stash(current);
 	if (bt->stash)
 		WRITE_ONCE(bt->stash->done_ip, res.addrs[0]);
 	if (reuse && bt->stash)

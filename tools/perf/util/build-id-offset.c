@@ -63,6 +63,7 @@
 
 struct bio_thread {
 	u64			 last_cookie;	/* of the last record, 0: none */
+	bool			 last_mm_changed; /* that record said MM_CHANGED */
 	struct list_head	 held;
 };
 
@@ -188,9 +189,22 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
 	if (!bt)
 		return 0;
 
-	/* A sample taken while the record of its entry was being written */
-	if (bt->last_cookie == sample->bio_cookie)
-		return 0;
+	/*
+	 * A sample taken while the record of its entry was being written, or
+	 * one that names the thread's last record: its maps are in.  Unless
+	 * that record said MM_CHANGED: then it resolves nothing, at once.
+	 */
+	if (bt->last_cookie == sample->bio_cookie) {
+		struct bio_held now = {
+			.evsel = evsel, .cookie = sample->bio_cookie,
+			.tid = sample->tid, .mm_changed = true, .event = event,
+		};
+
+		if (!bt->last_mm_changed)
+			return 0;
+		err = deliver(&now, /*joined=*/true, data);
+		return err ? err : 1;
+	}
 
 	/*
 	 * The task returned to user space since the samples held for it were
@@ -262,18 +276,16 @@ int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
 	bt = bio_join__thread(join, tid, /*create=*/true);
 	if (!bt)
 		return 0;
-	/* Later samples of the entry name it too: none of them resolves */
-	bt->last_cookie = mm_changed ? 0 : cookie;
+	/* Later samples of the entry name it too */
+	bt->last_cookie = cookie;
+	bt->last_mm_changed = mm_changed;
 	list_for_each_entry(held, &bt->held, node)
 		if (held->cookie == cookie)
 			held->mm_changed = mm_changed;
 	return bio_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
 }
 
-/*
- * The task exited: its record, if any, came before its EXIT.  Or it
- * exec()ed: no record of the old program comes after the COMM.
- */
+/* The task exited: its record, if any, came before its EXIT */
 int bio_join__exit_thread(struct machine *machine, u32 tid,
 			  bio_deliver_fn deliver, void *data)
 {
@@ -292,6 +304,27 @@ int bio_join__exit_thread(struct machine *machine, u32 tid,
 		free(bt);
 	}
 	return err;
+}
+
+/*
+ * The task exec()ed: its held samples are of the old program, and any
+ * record of them that comes now says MM_CHANGED.  They go out as such.
+ */
+int bio_join__exec_thread(struct machine *machine, u32 tid,
+			  bio_deliver_fn deliver, void *data)
+{
+	struct bio_join *join = machine->bio_join;
+	struct bio_thread *bt;
+	struct bio_held *held;
+
+	if (!join)
+		return 0;
+	bt = bio_join__thread(join, tid, /*create=*/false);
+	if (!bt)
+		return 0;
+	list_for_each_entry(held, &bt->held, node)
+		held->mm_changed = true;
+	return bio_thread__release(join, bt, 0, /*joined=*/false, deliver, data);
 }
 
 /* The end of the session: nothing more will come */

@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -790,14 +792,13 @@ const char *self_dir(void)
 	return dir;
 }
 
-/* An integer from a /proc file; INT_MIN if unreadable */
 const char *bio_debugfs(const char *file)
 {
 	static char path[PATH_MAX];
-	struct stat st;
+	struct statfs sfs;
 
 	/* Mounted where it is not yet, as root can: as the ftrace tests do */
-	if (stat("/sys/kernel/debug/perf_build_id_offset", &st))
+	if (statfs("/sys/kernel/debug", &sfs) || sfs.f_type != DEBUGFS_MAGIC)
 		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
 	snprintf(path, sizeof(path), "/sys/kernel/debug/perf_build_id_offset/%s",
 		 file);
@@ -822,6 +823,7 @@ long long bio_stat(const char *name)
 	return ret;
 }
 
+/* An integer from a /proc file; INT_MIN if unreadable */
 int read_int(const char *path)
 {
 	FILE *f = fopen(path, "r");
