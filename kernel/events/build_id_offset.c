@@ -526,6 +526,21 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
 }
 
 /*
+ * Free @task's stash: @task is current, or exits.  A sample that comes in
+ * later sees none; one that interrupted us before the xchg() is done with
+ * it before we go on, on this CPU.
+ */
+static void perf_bio_free_stash(struct task_struct *task)
+{
+	struct perf_bio_stash *stash = xchg(&task->perf_bio.stash, NULL);
+
+	if (stash) {
+		atomic_long_dec(&perf_bio_nr_stashes);
+		kfree(stash);
+	}
+}
+
+/*
  * Make the task's stash when a sample of this entry found none, or when
  * @table: the table of its last record is to be kept.
  */
@@ -544,21 +559,13 @@ static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
 	atomic_long_inc(&perf_bio_nr_stashes);
 	/* Samples on this CPU see NULL or a zeroed stash */
 	smp_store_release(&bt->stash, stash);
-}
 
-/*
- * Free @task's stash: @task is current, or exits.  A sample that comes in
- * later sees none; one that interrupted us before the xchg() is done with
- * it before we go on, on this CPU.
- */
-static void perf_bio_free_stash(struct task_struct *task)
-{
-	struct perf_bio_stash *stash = xchg(&task->perf_bio.stash, NULL);
-
-	if (stash) {
-		atomic_long_dec(&perf_bio_nr_stashes);
-		kfree(stash);
-	}
+	/*
+	 * The last receiver may have gone since the caller looked, and the
+	 * sweep that followed passed this task when it had no stash yet
+	 */
+	if (!atomic_read(&nr_defer_output_events))
+		perf_bio_free_stash(current);
 }
 
 static int perf_bio_cmp_addr(const void *a, const void *b)
@@ -1237,12 +1244,6 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
 	perf_bio_alloc_stash(bt, cookie, reuse);
-	/*
-	 * The last receiver went away since the check above: the sweep
-	 * that followed may have passed this task already
-	 */
-	if (!atomic_read(&nr_defer_output_events))
-		perf_bio_free_stash(current);
 	if (bt->stash)
 		WRITE_ONCE(bt->stash->done_ip, res.addrs[0]);
 	if (reuse && bt->stash)

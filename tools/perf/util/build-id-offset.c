@@ -285,12 +285,18 @@ int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
 	return bio_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
 }
 
-/* The task exited: its record, if any, came before its EXIT */
-int bio_join__exit_thread(struct machine *machine, u32 tid,
-			  bio_deliver_fn deliver, void *data)
+/*
+ * The task exited: its record, if any, came before its EXIT.  Or, @exec,
+ * it exec()ed: its held samples are of the old program, and any record
+ * of them that comes now says MM_CHANGED; they go out as such.  Either
+ * way the thread starts over.
+ */
+int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
+			 bio_deliver_fn deliver, void *data)
 {
 	struct bio_join *join = machine->bio_join;
 	struct bio_thread *bt;
+	struct bio_held *held;
 	int err;
 
 	if (!join)
@@ -298,33 +304,14 @@ int bio_join__exit_thread(struct machine *machine, u32 tid,
 	bt = bio_join__thread(join, tid, /*create=*/false);
 	if (!bt)
 		return 0;
+	list_for_each_entry(held, &bt->held, node)
+		held->mm_changed = exec;
 	err = bio_thread__release(join, bt, 0, /*joined=*/false, deliver, data);
 	if (!err && list_empty(&bt->held)) {
 		hashmap__delete(join->threads, tid, NULL, NULL);
 		free(bt);
 	}
 	return err;
-}
-
-/*
- * The task exec()ed: its held samples are of the old program, and any
- * record of them that comes now says MM_CHANGED.  They go out as such.
- */
-int bio_join__exec_thread(struct machine *machine, u32 tid,
-			  bio_deliver_fn deliver, void *data)
-{
-	struct bio_join *join = machine->bio_join;
-	struct bio_thread *bt;
-	struct bio_held *held;
-
-	if (!join)
-		return 0;
-	bt = bio_join__thread(join, tid, /*create=*/false);
-	if (!bt)
-		return 0;
-	list_for_each_entry(held, &bt->held, node)
-		held->mm_changed = true;
-	return bio_thread__release(join, bt, 0, /*joined=*/false, deliver, data);
 }
 
 /* The end of the session: nothing more will come */

@@ -42,10 +42,8 @@ int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
 			   bio_deliver_fn deliver, void *data);
 int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
 			 u32 flags, bio_deliver_fn deliver, void *data);
-int bio_join__exit_thread(struct machine *machine, u32 tid,
-			  bio_deliver_fn deliver, void *data);
-int bio_join__exec_thread(struct machine *machine, u32 tid,
-			  bio_deliver_fn deliver, void *data);
+int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
+			 bio_deliver_fn deliver, void *data);
 int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data);
 void bio_join__delete(struct machine *machine);
 

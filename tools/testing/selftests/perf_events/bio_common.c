@@ -823,7 +823,15 @@ long long bio_stat(const char *name)
 	return ret;
 }
 
-/* An integer from a /proc file; INT_MIN if unreadable */
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* An integer from a /proc or debugfs file; INT_MIN if unreadable */
 int read_int(const char *path)
 {
 	FILE *f = fopen(path, "r");

@@ -176,6 +176,8 @@ uint64_t elf_sym_offset(int fd, const char *sym);
 /* ---- This program, this task, this system ---- */
 
 double cpu_seconds(void);
+/* CLOCK_MONOTONIC, which events with use_clockid can be set to count on */
+uint64_t now_ns(void);
 unsigned long leaf(unsigned long n);
 void fake_frame_spin(unsigned long n, uintptr_t *frames);
 const char *self_exe(void);

@@ -463,15 +463,9 @@ static bool bio_missing(struct __test_metadata *_metadata)
 /* debugfs perf_build_id_offset/reuse: 1, 0, or -1 when it cannot be read */
 static int reuse_knob(void)
 {
-	FILE *f = fopen(bio_debugfs("reuse"), "r");
-	int v = -1;
+	int v = read_int(bio_debugfs("reuse"));
 
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return v == INT_MIN ? -1 : v;
 }
 
 /* ---- Tests ---- */
@@ -644,6 +638,22 @@ static int map_spin(struct special_map *sm, int fd, int src)
 	if (sm->base == MAP_FAILED)
 		return -errno;
 	sm->spin = (void *)((char *)sm->base + (off - sm->pgoff));
+	return 0;
+}
+
+/*
+ * Map the first page of @fd for reading only, @flags MAP_SHARED or
+ * MAP_PRIVATE, as no code: a made-up frame returns into it, and no record
+ * may describe it (nor read its file).
+ */
+static int map_not_code(struct special_map *sm, int fd, int flags)
+{
+	sm->len = sysconf(_SC_PAGESIZE);
+	sm->base = mmap(NULL, sm->len, PROT_READ, flags, fd, 0);
+	if (sm->base == MAP_FAILED)
+		return -errno;
+	sm->fake_ret = (uintptr_t)sm->base + 0x100;
+	sm->want_none = true;
 	return 0;
 }
 
@@ -853,32 +863,16 @@ TEST_F(special, run)
 			SKIP(return, "memfd_secret: %s", strerror(errno));
 		ret = fill_secret(fd, self->src);
 		ASSERT_EQ(0, ret) TH_LOG("fill memfd_secret: %s", strerror(-ret));
-		/*
-		 * Its mount is noexec: never code, reached only as the
-		 * return address of a fake frame.
-		 */
-		sm->len = sysconf(_SC_PAGESIZE);
-		sm->base = mmap(NULL, sm->len, PROT_READ, MAP_SHARED, fd, 0);
-		ASSERT_NE(MAP_FAILED, sm->base);
-		sm->fake_ret = (uintptr_t)sm->base + 0x100;
-		/* Not code: described by no record, and never read */
-		sm->want_none = true;
+		/* Its mount is noexec: never code */
+		ASSERT_EQ(0, map_not_code(sm, fd, MAP_SHARED));
 		break;
 	case SP_DATA:
 #ifndef __x86_64__
 		SKIP(return, "the made-up frame is x86-64 code");
 #endif
-		/*
-		 * An ELF file mapped for reading only, as data: a return
-		 * address into it is no code address.  No record may
-		 * describe it (or read its build-ID).
-		 */
+		/* An ELF file mapped for reading only, as data */
 		fd = dup(self->src);
-		sm->len = sysconf(_SC_PAGESIZE);
-		sm->base = mmap(NULL, sm->len, PROT_READ, MAP_PRIVATE, fd, 0);
-		ASSERT_NE(MAP_FAILED, sm->base);
-		sm->fake_ret = (uintptr_t)sm->base + 0x100;
-		sm->want_none = true;
+		ASSERT_EQ(0, map_not_code(sm, fd, MAP_PRIVATE));
 		break;
 	}
 	close(fd);
@@ -1230,14 +1224,6 @@ TEST(stashes_freed)
  * events use CLOCK_MONOTONIC, so that the times of samples and records
  * compare with the time of that second enable.
  */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 TEST(receiver_enabled_again)
 {
 	uint64_t before, after, stale = 0, joined = 0, late = 0;
@@ -1256,9 +1242,9 @@ TEST(receiver_enabled_again)
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	burn(0.1, NULL, 0, NULL, NULL);
-	before = mono_ns();
+	before = now_ns();
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
-	after = mono_ns();
+	after = now_ns();
 	burn(0.05, NULL, 0, NULL, NULL);
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
 	ring_drain(&rb, &t);

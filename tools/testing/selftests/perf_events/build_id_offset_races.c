@@ -79,14 +79,6 @@ static void holder_attr(struct perf_event_attr *attr)
 	attr->defer_output = 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static void sleep_us(long us)
 {
 	struct timespec ts = { us / 1000000, us % 1000000 * 1000 };
