@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/string.h>
@@ -46,10 +49,13 @@
 #include "dso.h"
 #include "dsos.h"
 #include "event.h"
+#include "events_stats.h"
+#include "evsel.h"
 #include "hashmap.h"
 #include "machine.h"
 #include "map.h"
 #include "maps.h"
+#include "mutex.h"
 #include "sample.h"
 #include "symbol.h"
 #include "thread.h"
@@ -71,6 +77,19 @@ struct bio_join {
 	struct hashmap		*threads;	/* tid -> struct bio_thread */
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
+	struct hashmap		*dsos;		/* build-ID -> struct bio_dso */
+};
+
+/*
+ * The index of bio__findnew_dso(): the DSO found for a build-ID.  A
+ * placeholder stands until machine->dsos grows: a DSO added since may
+ * have the build-ID and a name.
+ */
+struct bio_dso {
+	struct build_id		 bid;
+	struct dso		*dso;
+	unsigned int		 dsos_cnt;	/* machine->dsos.cnt when found */
+	bool			 used;		/* a record's map has it */
 };
 
 static size_t bio_tid_hash(long key, void *ctx __maybe_unused)
@@ -81,6 +100,27 @@ static size_t bio_tid_hash(long key, void *ctx __maybe_unused)
 static bool bio_tid_equal(long key1, long key2, void *ctx __maybe_unused)
 {
 	return key1 == key2;
+}
+
+/* Build-IDs are hashes: their first bytes are as good a hash as any */
+static size_t bio_bid_hash(long key, void *ctx __maybe_unused)
+{
+	const struct build_id *bid = (const struct build_id *)key;
+	size_t hash = 0;
+
+	memcpy(&hash, bid->data, min(bid->size, sizeof(hash)));
+	return hash;
+}
+
+static bool bio__build_id_equal(const struct build_id *a, const struct build_id *b)
+{
+	return a->size == b->size && !memcmp(a->data, b->data, a->size);
+}
+
+static bool bio_bid_equal(long key1, long key2, void *ctx __maybe_unused)
+{
+	return bio__build_id_equal((const struct build_id *)key1,
+				   (const struct build_id *)key2);
 }
 
 static struct bio_join *machine__bio_join(struct machine *machine)
@@ -95,6 +135,12 @@ static struct bio_join *machine__bio_join(struct machine *machine)
 		return NULL;
 	join->threads = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
 	if (IS_ERR(join->threads)) {
+		free(join);
+		return NULL;
+	}
+	join->dsos = hashmap__new(bio_bid_hash, bio_bid_equal, NULL);
+	if (IS_ERR(join->dsos)) {
+		hashmap__free(join->threads);
 		free(join);
 		return NULL;
 	}
@@ -314,6 +360,44 @@ int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
 	return err;
 }
 
+/**
+ * bio_held__deliver - parse a held sample again and hand it to @fn
+ *
+ * Counts it in @stats if it goes out unresolved: without its record
+ * (!joined), or of the program before an exec (held->mm_changed).  Then
+ * none of its user addresses resolve against the thread's maps, which are
+ * those of other records, maybe of a later address space or program.
+ */
+int bio_held__deliver(struct bio_held *held, bool joined, struct machine *machine,
+		      struct events_stats *stats, bio_sample_fn fn, void *data)
+{
+	struct thread *thread = NULL;
+	struct perf_sample sample;
+	int ret;
+
+	if (held->mm_changed)
+		stats->nr_bio_mm_changed_samples++;
+	else if (!joined)
+		stats->nr_bio_unjoined++;
+
+	ret = evsel__parse_sample(held->evsel, held->event, &sample);
+	if (ret) {
+		pr_err("Can't parse sample, err = %d\n", ret);
+		return ret;
+	}
+	if (!joined || held->mm_changed) {
+		thread = machine__findnew_thread(machine, sample.pid, sample.tid);
+		if (thread)
+			thread__set_bio_unresolved(thread, true);
+	}
+	ret = fn(held->evsel, held->event, &sample, machine, data);
+	if (thread) {
+		thread__set_bio_unresolved(thread, false);
+		thread__put(thread);
+	}
+	return ret;
+}
+
 /* The end of the session: nothing more will come */
 int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data)
 {
@@ -345,12 +429,14 @@ void bio_join__delete(struct machine *machine)
 	hashmap__for_each_entry(join->threads, cur, bkt)
 		free(cur->pvalue);
 	hashmap__free(join->threads);
-	zfree(&machine->bio_join);
-}
+	hashmap__for_each_entry(join->dsos, cur, bkt) {
+		struct bio_dso *bd = cur->pvalue;
 
-static bool bio__build_id_equal(const struct build_id *a, const struct build_id *b)
-{
-	return a->size == b->size && !memcmp(a->data, b->data, a->size);
+		dso__put(bd->dso);
+		free(bd);
+	}
+	hashmap__free(join->dsos);
+	zfree(&machine->bio_join);
 }
 
 bool bio__dso_is_unnamed(const struct dso *dso)
@@ -378,22 +464,92 @@ static int bio_find_dso_cb(struct dso *dso, void *data)
 	return bio__dso_is_unnamed(dso) ? 0 : 1;
 }
 
+/* The best DSO of a build-ID that machine->dsos has: one with a name */
+static struct dso *bio__scan_dsos(struct machine *machine, const struct build_id *bid)
+{
+	struct bio_find_dso args = { .bid = bid, };
+
+	dsos__for_each_dso(&machine->dsos, bio_find_dso_cb, &args);
+	return args.dso;
+}
+
+/* Remember @dso (or forget the build-ID: NULL) in the index */
+static void bio__index_dso(struct machine *machine, const struct build_id *bid,
+			   struct dso *dso)
+{
+	struct bio_join *join = machine__bio_join(machine);
+	struct bio_dso *bd;
+
+	if (!join)
+		return;
+	if (!dso) {
+		if (hashmap__delete(join->dsos, bid, NULL, &bd)) {
+			dso__put(bd->dso);
+			free(bd);
+		}
+		return;
+	}
+	if (!hashmap__find(join->dsos, bid, &bd)) {
+		bd = zalloc(sizeof(*bd));
+		if (!bd)
+			return;
+		bd->bid = *bid;
+		if (hashmap__add(join->dsos, &bd->bid, bd)) {
+			free(bd);
+			return;
+		}
+	}
+	dso__put(bd->dso);
+	bd->dso = dso__get(dso);
+	bd->dsos_cnt = machine->dsos.cnt;
+}
+
+/* A record's map has the build-ID: its DSO goes into the build-ID table */
+static void bio__index_used(struct machine *machine, const struct build_id *bid)
+{
+	struct bio_dso *bd;
+
+	if (machine->bio_join && hashmap__find(machine->bio_join->dsos, bid, &bd))
+		bd->used = true;
+}
+
+/*
+ * The DSO that perf knows with this build-ID, or NULL.  Through the index:
+ * records name the same few build-IDs again and again, a scan of every DSO
+ * each time would make reading a file quadratic.
+ */
+static struct dso *bio__find_dso(struct machine *machine, const struct build_id *bid)
+{
+	struct bio_join *join = machine__bio_join(machine);
+	struct bio_dso *bd;
+	struct dso *dso;
+
+	if (join && hashmap__find(join->dsos, bid, &bd) &&
+	    (!bio__dso_is_unnamed(bd->dso) || bd->dsos_cnt == machine->dsos.cnt))
+		return dso__get(bd->dso);
+
+	dso = bio__scan_dsos(machine, bid);
+	bio__index_dso(machine, bid, dso);
+	return dso;
+}
+
 /*
  * The DSO of a build-ID: one that perf knows with this build-ID (from an
- * MMAP2 with a build-ID or the header's build-ID table), else a new one
- * named after the build-ID cache's entry, else a placeholder that
- * 'perf record' names at the end (machine__name_bio_dsos()).
+ * MMAP2 with a build-ID, the header's build-ID table, or named while
+ * recording), else a new one named after the build-ID cache's entry, else
+ * a placeholder that 'perf record' names at the end
+ * (machine__name_bio_dsos()).
  */
 static struct dso *bio__findnew_dso(struct machine *machine, struct build_id *bid)
 {
-	struct bio_find_dso args = { .bid = bid, };
 	char sbuild_id[SBUILD_ID_SIZE];
 	char *name = NULL;
-	struct dso *dso;
+	struct dso *dso = bio__find_dso(machine, bid);
 
-	dsos__for_each_dso(&machine->dsos, bio_find_dso_cb, &args);
-	if (args.dso)
-		return args.dso;
+	if (dso) {
+		bio__index_used(machine, bid);
+		return dso;
+	}
 
 	build_id__sprintf(bid, sbuild_id);
 	name = build_id_cache__origname(sbuild_id);
@@ -409,6 +565,8 @@ static struct dso *bio__findnew_dso(struct machine *machine, struct build_id *bi
 		dso__put(dso);
 		return NULL;
 	}
+	bio__index_dso(machine, bid, dso);
+	bio__index_used(machine, bid);
 	return dso;
 }
 
@@ -436,6 +594,36 @@ static bool bio__map_known(struct maps *maps, const struct perf_record_build_id_
 	return known;
 }
 
+/*
+ * Anonymous executable memory is JIT code: as for an MMAP2 of "//anon",
+ * a map of the addresses themselves onto /tmp/perf-PID.map, where a JIT
+ * may list its symbols.
+ */
+static int bio__insert_anon_map(struct machine *machine, struct thread *thread,
+				const struct perf_record_build_id_offset_map *m)
+{
+	struct map *map = maps__find(thread__maps(thread), m->start);
+	char anon[] = "//anon";
+	int err;
+
+	if (map) {
+		bool known = map__end(map) >= m->end &&
+			     map__mapping_type(map) == MAPPING_TYPE__IDENTITY &&
+			     !strncmp(dso__long_name(map__dso(map)), "/tmp/perf-", 10);
+
+		map__put(map);
+		if (known)
+			return 0;
+	}
+	map = map__new(machine, m->start, m->end - m->start, m->pgoff, /*id=*/NULL,
+		       PROT_EXEC, MAP_PRIVATE, /*bid=*/NULL, anon, thread);
+	if (!map)
+		return -ENOMEM;
+	err = thread__insert_map(thread, map);
+	map__put(map);
+	return err;
+}
+
 static int bio__insert_map(struct machine *machine, struct thread *thread,
 			   const struct perf_record_build_id_offset_map *m)
 {
@@ -460,8 +648,10 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
 		}
 		dso = machine__findnew_vdso(machine, thread);
 		pgoff = 0;
+	} else if (m->flags & PERF_BIO_MAP_ANON) {
+		return bio__insert_anon_map(machine, thread, m);
 	} else {
-		/* Anonymous, unreadable, no build-ID: nothing to name it by */
+		/* Unreadable, no build-ID: nothing to name it by */
 		if (!m->build_id_size)
 			return 0;
 		build_id__init(&bid, m->build_id, min_t(u8, m->build_id_size, BUILD_ID_SIZE));
@@ -526,62 +716,650 @@ static int bio__set_name(struct dso *dso, const char *path)
 	pr_debug("build-ID offset: %s is %s\n", dso__long_name(dso), name);
 	dso__set_short_name(dso, strrchr(name, '/') ? strrchr(name, '/') + 1 : name, false);
 	dso__set_long_name(dso, name, true);
-	dso__set_hit(dso);
 	return 0;
 }
 
-struct bio_name_args {
-	struct thread	*thread;
+/*
+ * Give the build-ID a DSO named @path: rename its placeholder, or add one.
+ * Returns 1 if it got a name so, 0 if it had one, or a negative error.
+ */
+static int bio__name_build_id(struct machine *machine, struct build_id *bid,
+			      const char *path)
+{
+	struct dso *dso = bio__find_dso(machine, bid);
+	int err = 1;
+
+	if (dso && !bio__dso_is_unnamed(dso)) {
+		dso__put(dso);
+		return 0;
+	}
+	if (dso) {
+		err = bio__set_name(dso, path) ?: 1;
+		dso__put(dso);
+		return err;
+	}
+
+	dso = dso__new(path);
+	if (!dso)
+		return -ENOMEM;
+	dso__set_short_name(dso, strrchr(dso__long_name(dso), '/') + 1, false);
+	dso__set_build_id(dso, bid);
+	if (dsos__add(&machine->dsos, dso))
+		err = -ENOMEM;
+	else
+		bio__index_dso(machine, bid, dso);
+	dso__put(dso);
+	return err;
+}
+
+/* ---- Naming while recording ---- */
+
+/*
+ * Of a record, the bytes the namer reads: up to a sample's time (header,
+ * identifier, IP, pid/tid, time), or up to an EXIT's tid
+ */
+#define BIO_SCAN_PREFIX		40
+
+/* Where the namer is in the stream of records of one ring buffer */
+struct bio_scan {
+	u64			skip;		/* bytes of a record yet to come */
+	u32			len;		/* of prefix */
+	bool			broken;		/* a header made no sense */
+	u8			prefix[BIO_SCAN_PREFIX];
 };
 
-/* A live task's /proc/PID/map_files/START-END links to the mapped file */
-static int bio__name_by_map_file(struct map *map, void *data)
-{
-	struct bio_name_args *args = data;
-	char link[PATH_MAX], path[PATH_MAX];
-	struct dso *dso = map__dso(map);
-	ssize_t len;
+/* A file of a process, as /proc/PID/maps shows it */
+struct bio_file {
+	u64			dev;
+	u64			ino;
+};
 
-	if (!bio__dso_is_unnamed(dso))
+/* A task seen in samples, whose COMM the kernel did not give */
+struct bio_task {
+	u32			pid;
+	u64			time;		/* of its earliest sample seen */
+	bool			done;
+};
+
+struct bio_namer {
+	struct machine		*machine;
+	struct mutex		 lock;		/* 'perf record --threads' */
+	struct hashmap		*scans;		/* struct mmap * -> struct bio_scan */
+	struct hashmap		*pids;		/* pid -> BIO_PID_* */
+	struct hashmap		*files;		/* struct bio_file * -> itself */
+	struct hashmap		*tasks;		/* tid -> struct bio_task */
+	bio_named_fn		 named;
+	bio_comm_fn		 comm;
+	void			*data;
+	/* Where a sample has its pid/tid and time, 0: not read */
+	u32			 tid_pos, time_pos;
+	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
+};
+
+#define BIO_PID_PENDING		1
+#define BIO_PID_DONE		2
+
+static size_t bio_file_hash(long key, void *ctx __maybe_unused)
+{
+	const struct bio_file *f = (const struct bio_file *)key;
+
+	return f->ino * 31 + f->dev;
+}
+
+static bool bio_file_equal(long key1, long key2, void *ctx __maybe_unused)
+{
+	const struct bio_file *a = (const struct bio_file *)key1;
+	const struct bio_file *b = (const struct bio_file *)key2;
+
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+/**
+ * bio_namer__new - name, while recording, the files records are about
+ *
+ * The files that tasks mapped before perf started have no MMAP2 to name
+ * them.  While 'perf record' writes the ring buffers out, the namer sees
+ * each process that a PERF_RECORD_BUILD_ID_OFFSET is for and, the first
+ * time, opens the executable mappings of that process through
+ * /proc/PID/map_files (so the file read is the one mapped), reads their
+ * build-IDs and gives each build-ID a DSO with the file's path.  @named
+ * is told of each build-ID so named: 'perf record' writes a
+ * PERF_RECORD_HEADER_BUILD_ID for it, which names it in pipe mode too.
+ */
+struct bio_namer *bio_namer__new(struct machine *machine, bio_named_fn named, void *data)
+{
+	struct bio_namer *namer = zalloc(sizeof(*namer));
+
+	if (!namer)
+		return NULL;
+	namer->machine = machine;
+	namer->named = named;
+	namer->data = data;
+	mutex_init(&namer->lock);
+	namer->scans = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
+	namer->pids = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
+	namer->files = hashmap__new(bio_file_hash, bio_file_equal, NULL);
+	namer->tasks = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
+	if (IS_ERR(namer->scans) || IS_ERR(namer->pids) || IS_ERR(namer->files) ||
+	    IS_ERR(namer->tasks)) {
+		namer->scans = IS_ERR(namer->scans) ? NULL : namer->scans;
+		namer->pids = IS_ERR(namer->pids) ? NULL : namer->pids;
+		namer->files = IS_ERR(namer->files) ? NULL : namer->files;
+		namer->tasks = IS_ERR(namer->tasks) ? NULL : namer->tasks;
+		bio_namer__delete(namer);
+		return NULL;
+	}
+	return namer;
+}
+
+void bio_namer__delete(struct bio_namer *namer)
+{
+	struct hashmap_entry *cur;
+	size_t bkt;
+
+	if (!namer)
+		return;
+	pr_debug("build-ID offset: named %" PRIu64 " build-IDs from %" PRIu64
+		 " files of %" PRIu64 " processes (%" PRIu64 " gone), %" PRIu64 " COMMs\n",
+		 namer->nr_named, namer->nr_files, namer->nr_pids, namer->nr_gone,
+		 namer->nr_comms);
+	if (namer->scans) {
+		hashmap__for_each_entry(namer->scans, cur, bkt)
+			free(cur->pvalue);
+	}
+	if (namer->files) {
+		hashmap__for_each_entry(namer->files, cur, bkt)
+			free(cur->pvalue);
+	}
+	if (namer->tasks) {
+		hashmap__for_each_entry(namer->tasks, cur, bkt)
+			free(cur->pvalue);
+	}
+	hashmap__free(namer->tasks);
+	hashmap__free(namer->scans);
+	hashmap__free(namer->pids);
+	hashmap__free(namer->files);
+	mutex_destroy(&namer->lock);
+	free(namer);
+}
+
+/**
+ * bio_namer__set_comm - also give the COMM of each task seen in samples
+ *
+ * 'perf record --synth=no' reads no COMM of the tasks that exist when it
+ * starts.  With @comm set, the namer reads the comm of each task the
+ * first time a sample of it comes out of the buffers, unless a COMM
+ * record of the kernel came first, and hands it to @comm with a time just
+ * before that of the task's earliest sample seen.  @sample_type is that
+ * of every event (perf record gives all of them IP, TID and TIME, and
+ * IDENTIFIER to all or none).
+ */
+void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn comm)
+{
+	u32 pos = sizeof(struct perf_event_header);
+
+	if (!(sample_type & PERF_SAMPLE_TID) || !(sample_type & PERF_SAMPLE_TIME))
+		return;
+	if (sample_type & PERF_SAMPLE_IDENTIFIER)
+		pos += sizeof(u64);
+	if (sample_type & PERF_SAMPLE_IP)
+		pos += sizeof(u64);
+	namer->tid_pos = pos;
+	namer->time_pos = pos + sizeof(u64);
+	namer->comm = comm;
+}
+
+/* A task that needs its comm from @time on, unless the kernel gave it */
+static void bio_namer__task(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
+{
+	struct bio_task *task;
+
+	/* The idle task has its name; -1: no task */
+	if (!tid || tid == (u32)-1 || pid == (u32)-1)
+		return;
+
+	if (hashmap__find(namer->tasks, tid, &task)) {
+		if (!task->done && time < task->time)
+			task->time = time;
+		return;
+	}
+	task = zalloc(sizeof(*task));
+	if (!task)
+		return;
+	task->pid = pid;
+	task->time = time;
+	if (hashmap__add(namer->tasks, tid, task))
+		free(task);
+}
+
+static void bio_namer__sample(struct bio_namer *namer, const u8 *prefix, u32 len)
+{
+	u32 pid, tid;
+	u64 time;
+
+	if (!namer->comm || len < namer->time_pos + sizeof(time))
+		return;
+	memcpy(&pid, prefix + namer->tid_pos, sizeof(pid));
+	memcpy(&tid, prefix + namer->tid_pos + sizeof(pid), sizeof(tid));
+	memcpy(&time, prefix + namer->time_pos, sizeof(time));
+	bio_namer__task(namer, pid, tid, time);
+}
+
+/* The kernel named the task (exec, or it was made while recording) */
+static void bio_namer__comm_record(struct bio_namer *namer, u32 tid)
+{
+	struct bio_task *task;
+
+	if (hashmap__find(namer->tasks, tid, &task)) {
+		task->done = true;
+		return;
+	}
+	task = zalloc(sizeof(*task));
+	if (!task)
+		return;
+	task->done = true;
+	if (hashmap__add(namer->tasks, tid, task))
+		free(task);
+}
+
+/* One record's first bytes: note a process to name, or one that ended */
+static void bio_namer__record(struct bio_namer *namer, const u8 *prefix, u32 len)
+{
+	const struct perf_event_header *hdr = (const void *)prefix;
+	struct bio_task *task;
+	u32 pid, tid;
+
+	switch (hdr->type) {
+	case PERF_RECORD_SAMPLE:
+		bio_namer__sample(namer, prefix, len);
+		break;
+	case PERF_RECORD_COMM:
+		if (!namer->comm || len < offsetof(struct perf_record_comm, comm))
+			return;
+		memcpy(&tid, prefix + offsetof(struct perf_record_comm, tid), sizeof(tid));
+		bio_namer__comm_record(namer, tid);
+		break;
+	case PERF_RECORD_FORK: {
+		u32 ppid, ptid;
+		u64 time;
+
+		/* The child takes its parent's comm: the parent needs one */
+		if (!namer->comm || len < sizeof(struct perf_record_fork))
+			return;
+		memcpy(&ppid, prefix + offsetof(struct perf_record_fork, ppid), sizeof(ppid));
+		memcpy(&ptid, prefix + offsetof(struct perf_record_fork, ptid), sizeof(ptid));
+		memcpy(&time, prefix + offsetof(struct perf_record_fork, time), sizeof(time));
+		bio_namer__task(namer, ppid, ptid, time);
+		break;
+	}
+	case PERF_RECORD_BUILD_ID_OFFSET:
+		if (len < offsetof(struct perf_record_build_id_offset, cookie))
+			return;
+		memcpy(&pid, prefix + offsetof(struct perf_record_build_id_offset, pid),
+		       sizeof(pid));
+		if (pid && pid != (u32)-1 && !hashmap__find(namer->pids, pid, NULL))
+			hashmap__add(namer->pids, pid, BIO_PID_PENDING);
+		break;
+	case PERF_RECORD_EXIT:
+		if (len < offsetof(struct perf_record_fork, ptid))
+			return;
+		memcpy(&pid, prefix + offsetof(struct perf_record_fork, pid), sizeof(pid));
+		memcpy(&tid, prefix + offsetof(struct perf_record_fork, tid), sizeof(tid));
+		/* The pid may be a new process's next time, the tid a new task's */
+		if (pid == tid)
+			hashmap__delete(namer->pids, pid, NULL, NULL);
+		if (hashmap__delete(namer->tasks, tid, NULL, &task))
+			free(task);
+		break;
+	default:
+		break;
+	}
+}
+
+/**
+ * bio_namer__scan - read the records in data on their way out
+ *
+ * @key names the ring buffer: its data comes in order, in pieces that may
+ * split a record (at the buffer's wrap).  Only records' first bytes are
+ * read; no file is opened here (bio_namer__run() does that).
+ */
+void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, size_t size)
+{
+	const u8 *p = buf;
+	struct bio_scan *scan;
+
+	mutex_lock(&namer->lock);
+	if (!hashmap__find(namer->scans, (long)key, &scan)) {
+		scan = zalloc(sizeof(*scan));
+		if (!scan || hashmap__add(namer->scans, (long)key, scan)) {
+			free(scan);
+			goto out;
+		}
+	}
+
+	while (size && !scan->broken) {
+		const struct perf_event_header *hdr = (const void *)scan->prefix;
+		u32 want = sizeof(*hdr), n;
+
+		if (scan->skip) {
+			n = min_t(u64, scan->skip, size);
+			scan->skip -= n;
+			p += n;
+			size -= n;
+			continue;
+		}
+		if (scan->len >= sizeof(*hdr))
+			want = min_t(u32, hdr->size, BIO_SCAN_PREFIX);
+		n = min_t(size_t, want - scan->len, size);
+		memcpy(scan->prefix + scan->len, p, n);
+		scan->len += n;
+		p += n;
+		size -= n;
+		if (scan->len < sizeof(*hdr))
+			break;
+		if (hdr->size < sizeof(*hdr)) {
+			pr_debug("build-ID offset: bad record size %u, names no more files\n",
+				 hdr->size);
+			scan->broken = true;
+			break;
+		}
+		if (scan->len < min_t(u32, hdr->size, BIO_SCAN_PREFIX))
+			continue;
+		bio_namer__record(namer, scan->prefix, scan->len);
+		scan->skip = hdr->size - scan->len;
+		scan->len = 0;
+	}
+out:
+	mutex_unlock(&namer->lock);
+}
+
+/*
+ * Name the build-ID of one file mapping of @pid, through map_files: the
+ * file the task maps even if renamed or deleted since.  Without the
+ * capability map_files asks for, the path that maps shows, if it is still
+ * the same inode.
+ */
+static int bio_namer__name_file(struct bio_namer *namer, pid_t pid, u64 start, u64 end,
+				const struct bio_file *f, const char *path)
+{
+	char link[PATH_MAX], name[PATH_MAX];
+	struct bio_file *seen;
+	struct build_id bid;
+	struct stat st;
+	ssize_t len;
+	int fd, ret;
+
+	if (hashmap__find(namer->files, f, NULL))
 		return 0;
+	seen = memdup(f, sizeof(*f));
+	if (!seen)
+		return -ENOMEM;
+	if (hashmap__add(namer->files, seen, seen)) {
+		free(seen);
+		return -ENOMEM;
+	}
 
 	snprintf(link, sizeof(link), "%s/%d/map_files/%" PRIx64 "-%" PRIx64,
-		 procfs__mountpoint(), thread__pid(args->thread),
-		 map__start(map), map__end(map));
-	len = readlink(link, path, sizeof(path) - 1);
+		 procfs__mountpoint(), pid, start, end);
+	fd = open(link, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		if (fstat(fd, &st) || st.st_ino != f->ino ||
+		    makedev(f->dev >> 32, f->dev & 0xffffffff) != st.st_dev) {
+			close(fd);
+			return 0;
+		}
+	}
+	namer->nr_files++;
+
+	/* The open file itself: the path may name another file by now */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, name, sizeof(name) - 1);
+	ret = 0;
+	if (len > 0 && filename__read_build_id(link, &bid) > 0) {
+		name[len] = '\0';
+		ret = bio__name_build_id(namer->machine, &bid, name);
+		if (ret > 0) {
+			namer->nr_named++;
+			ret = namer->named ? namer->named(&bid, name, namer->data) : 0;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+/* The executable file mappings of a process, each file once */
+static int bio_namer__name_pid(struct bio_namer *namer, pid_t pid)
+{
+	char path[PATH_MAX], perms[5], *line = NULL;
+	size_t line_size = 0;
+	int err = 0;
+	FILE *fp;
+
+	namer->nr_pids++;
+	snprintf(path, sizeof(path), "%s/%d/maps", procfs__mountpoint(), pid);
+	fp = fopen(path, "re");
+	if (!fp) {
+		namer->nr_gone++;
+		return 0;
+	}
+	while (!err && getline(&line, &line_size, fp) > 0) {
+		u64 start, end, pgoff, ino;
+		unsigned int major, minor;
+		struct bio_file f;
+		char *name;
+		int n = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &start, &end, perms, &pgoff, &major, &minor, &ino, &n) < 7 || !n)
+			continue;
+		name = line + n;
+		if (perms[2] != 'x' || !ino || name[0] != '/')
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		f.dev = (u64)major << 32 | minor;
+		f.ino = ino;
+		err = bio_namer__name_file(namer, pid, start, end, &f, name);
+	}
+	free(line);
+	fclose(fp);
+	return err;
+}
+
+/**
+ * bio__read_comm - a live task's comm, from /proc/PID/task/TID/comm
+ *
+ * Returns 0, or -1 if the task is gone.
+ */
+int bio__read_comm(u32 pid, u32 tid, char *comm, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/task/%u/comm", procfs__mountpoint(), pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, comm, size - 1);
+	close(fd);
 	if (len <= 0)
-		return 0;
-	path[len] = '\0';
-
-	/* The task may have mapped something else there since */
-	if (!bio__path_has_build_id(path, dso__bid(dso)))
-		return 0;
-	return bio__set_name(dso, path);
+		return -1;
+	comm[len] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	return 0;
 }
 
-static int bio__name_thread_dsos(struct thread *thread, void *data __maybe_unused)
+/* A task's comm, from /proc, for its samples from @time on */
+static int bio_namer__comm(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
 {
-	struct bio_name_args args = { .thread = thread, };
+	char comm[32];
 
-	return maps__for_each_map(thread__maps(thread), bio__name_by_map_file, &args);
+	if (bio__read_comm(pid, tid, comm, sizeof(comm)))
+		return 0;
+	namer->nr_comms++;
+	return namer->comm(pid, tid, time ? time - 1 : 0, comm, namer->data);
 }
 
-/* Where else a file is found by its build-ID, for the tasks that are gone */
-static char *bio__find_by_build_id(const char *sbuild_id)
+/**
+ * bio_namer__run - name the files of the processes bio_namer__scan() saw
+ *
+ * For each process seen since the last run, once in its life: the
+ * mappings it makes from now on come with MMAP2 records, which name
+ * their files.  Returns what @named returned if it failed, else 0.
+ */
+int bio_namer__run(struct bio_namer *namer)
 {
-	char *path = NULL;
+	struct hashmap_entry *cur;
+	size_t bkt;
+	int err = 0;
 
-	if (asprintf(&path, "/usr/lib/debug/.build-id/%.2s/%s.debug",
-		     sbuild_id, sbuild_id + 2) < 0)
+	mutex_lock(&namer->lock);
+	hashmap__for_each_entry(namer->pids, cur, bkt) {
+		if (cur->value != BIO_PID_PENDING)
+			continue;
+		cur->value = BIO_PID_DONE;
+		err = bio_namer__name_pid(namer, cur->key);
+		if (err)
+			goto out;
+	}
+	hashmap__for_each_entry(namer->tasks, cur, bkt) {
+		struct bio_task *task = cur->pvalue;
+
+		if (task->done)
+			continue;
+		task->done = true;
+		err = bio_namer__comm(namer, task->pid, cur->key, task->time);
+		if (err)
+			break;
+	}
+out:
+	mutex_unlock(&namer->lock);
+	return err;
+}
+
+/* ---- Tools that deliver live events themselves: perf top ---- */
+
+struct bio_live_args {
+	struct machine		*machine;
+	struct events_stats	*stats;
+	bio_sample_fn		 fn;
+	void			*data;
+};
+
+static int bio_live__deliver(struct bio_held *held, bool joined, void *data)
+{
+	struct bio_live_args *args = data;
+
+	return bio_held__deliver(held, joined, args->machine, args->stats, args->fn, args->data);
+}
+
+/* A task that existed before the tool started: its comm, once */
+static void bio_live__comm(struct machine *machine, struct perf_sample *sample)
+{
+	struct thread *thread;
+	char comm[32];
+
+	if (!sample->tid || sample->pid == (u32)-1)
+		return;
+	thread = machine__findnew_thread(machine, sample->pid, sample->tid);
+	if (!thread)
+		return;
+	if (!thread__comm_set(thread) && !bio__read_comm(sample->pid, sample->tid, comm, sizeof(comm)))
+		thread__set_comm(thread, comm, sample->time);
+	thread__put(thread);
+}
+
+/**
+ * bio_live__event - join live events, in time order, without a session
+ *
+ * For a tool that reads the buffers itself and delivers their events in
+ * time order (perf top's ordered queue), on one thread.  The tool calls
+ * this for each event of @machine before its own handling; @namer names
+ * the files of processes that existed before the tool started, and the
+ * comm of a task without one is read from /proc at its first sample.
+ *
+ * Returns 1 if the event was taken: a sample held for its record (it goes
+ * to @fn later, or unresolved), or a record whose maps went in (and whose
+ * samples went to @fn).  0: the tool handles the event itself.  Or a
+ * negative error.
+ */
+int bio_live__event(struct machine *machine, struct bio_namer *namer, struct evsel *evsel,
+		    union perf_event *event, struct perf_sample *sample,
+		    struct events_stats *stats, bio_sample_fn fn, void *data)
+{
+	struct bio_live_args args = {
+		.machine = machine, .stats = stats, .fn = fn, .data = data,
+	};
+	struct perf_record_build_id_offset *bio = &event->build_id_offset;
+	int ret;
+
+	switch (event->header.type) {
+	case PERF_RECORD_SAMPLE:
+		bio_live__comm(machine, sample);
+		if (!sample->bio_cookie)
+			return 0;
+		return bio_join__hold(machine, evsel, event, sample, bio_live__deliver, &args);
+	case PERF_RECORD_BUILD_ID_OFFSET:
+		events_stats__inc(stats, event->header.type);
+		if (namer) {
+			bio_namer__scan(namer, namer, event, event->header.size);
+			ret = bio_namer__run(namer);
+			if (ret)
+				return ret;
+		}
+		ret = bio_join__record_begin(machine, bio->tid, bio->cookie, bio_live__deliver,
+					     &args);
+		if (!ret)
+			ret = machine__process_build_id_offset(machine, event, sample);
+		if (!ret)
+			ret = bio_join__record_end(machine, bio->tid, bio->cookie, bio->flags,
+						   bio_live__deliver, &args);
+		return ret ?: 1;
+	case PERF_RECORD_COMM:
+		if (!(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
+			return 0;
+		return bio_join__end_thread(machine, event->comm.tid, /*exec=*/true,
+					    bio_live__deliver, &args);
+	case PERF_RECORD_EXIT:
+		/* The pid may be another process's next */
+		if (namer)
+			bio_namer__scan(namer, namer, event, event->header.size);
+		return bio_join__end_thread(machine, event->fork.tid, /*exec=*/false,
+					    bio_live__deliver, &args);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A file that only /usr/lib/debug knows: the link at .build-id/NN/REST
+ * (without .debug) leads to the file itself where the distribution keeps
+ * one (Fedora's layout).  REST.debug holds its debug information:
+ * dso__load() reads symbols there, but it is not the file, and a DSO named
+ * after it would go into the build-ID cache under that wrong name.
+ */
+static char *bio__find_by_build_id(const struct build_id *bid, const char *sbuild_id)
+{
+	char *path = NULL, *real;
+
+	if (asprintf(&path, "/usr/lib/debug/.build-id/%.2s/%s", sbuild_id, sbuild_id + 2) < 0)
 		return NULL;
-	if (!access(path, R_OK))
-		return path;
-	zfree(&path);
+	real = realpath(path, NULL);
+	free(path);
+	if (real && !strstr(real, "/usr/lib/debug/") &&
+	    (strlen(real) < 6 || strcmp(real + strlen(real) - 6, ".debug")) &&
+	    bio__path_has_build_id(real, bid))
+		return real;
+	free(real);
 
 #ifdef HAVE_DEBUGINFOD_SUPPORT
 	{
 		debuginfod_client *c = debuginfod_begin();
 
+		path = NULL;
 		if (c) {
 			int fd = debuginfod_find_executable(c, (const unsigned char *)sbuild_id,
 							    0, &path);
@@ -592,24 +1370,22 @@ static char *bio__find_by_build_id(const char *sbuild_id)
 				path = NULL;
 			debuginfod_end(c);
 		}
+		return path;
 	}
 #endif
-	return path;
+	return NULL;
 }
 
-static int bio__name_dso(struct dso *dso, void *data __maybe_unused)
+static int bio__name_dso(struct dso *dso)
 {
 	char sbuild_id[SBUILD_ID_SIZE];
 	char *path;
 	int err;
 
-	if (!bio__dso_is_unnamed(dso))
-		return 0;
-
 	build_id__sprintf(dso__bid(dso), sbuild_id);
 	path = build_id_cache__origname(sbuild_id);
 	if (!path)
-		path = bio__find_by_build_id(sbuild_id);
+		path = bio__find_by_build_id(dso__bid(dso), sbuild_id);
 	if (!path) {
 		pr_debug("build-ID offset: no name for %s\n", sbuild_id);
 		return 0;
@@ -619,21 +1395,75 @@ static int bio__name_dso(struct dso *dso, void *data __maybe_unused)
 	return err;
 }
 
+struct bio_unnamed {
+	struct dso		**dsos;
+	size_t			 nr;
+	size_t			 alloc;
+};
+
+static int bio__collect_unnamed(struct dso *dso, void *data)
+{
+	struct bio_unnamed *un = data;
+
+	if (!bio__dso_is_unnamed(dso))
+		return 0;
+	if (un->nr == un->alloc) {
+		size_t alloc = un->alloc ? un->alloc * 2 : 16;
+		struct dso **dsos = realloc(un->dsos, alloc * sizeof(*dsos));
+
+		if (!dsos)
+			return -ENOMEM;
+		un->dsos = dsos;
+		un->alloc = alloc;
+	}
+	un->dsos[un->nr++] = dso__get(dso);
+	return 0;
+}
+
 /**
  * machine__name_bio_dsos - name the DSOs known by build-ID only
  *
- * For 'perf record': the files mapped before perf started have no MMAP2
- * with a build-ID and path.  Name them, in this order, by
- * /proc/PID/map_files of a task that still maps them (checking the
- * build-ID of the file found), the build-ID cache, /usr/lib/debug/.build-id
- * and debuginfod; and mark them hit, so that they go into the header's
- * build-ID table and the build-ID cache like the DSOs of the samples.
+ * For 'perf record', at the end: the build-IDs that no MMAP2 and no
+ * bio_namer named (their tasks were gone when their records were read).
+ * Named, in this order, by the build-ID cache's entry, the file a
+ * /usr/lib/debug/.build-id link leads to, and debuginfod.  Then marks the
+ * DSOs of the records' maps hit.
  */
 int machine__name_bio_dsos(struct machine *machine)
 {
-	int err = machine__for_each_thread(machine, bio__name_thread_dsos, NULL);
+	struct bio_unnamed un = { .nr = 0, };
+	struct hashmap_entry *cur;
+	size_t i, bkt;
+	int err;
 
-	if (err)
+	/* Renaming takes dsos->lock for writing: not while walking it */
+	err = dsos__for_each_dso(&machine->dsos, bio__collect_unnamed, &un);
+	for (i = 0; i < un.nr; i++) {
+		if (!err)
+			err = bio__name_dso(un.dsos[i]);
+		dso__put(un.dsos[i]);
+	}
+	free(un.dsos);
+	if (err || !machine->bio_join)
 		return err;
-	return dsos__for_each_dso(&machine->dsos, bio__name_dso, NULL);
+
+	/*
+	 * The files of the records' maps go into the build-ID table and the
+	 * build-ID cache, like those of the sampled IPs
+	 */
+	hashmap__for_each_entry(machine->bio_join->dsos, cur, bkt) {
+		struct bio_dso *bd = cur->pvalue;
+		struct dso *dso;
+
+		if (!bd->used)
+			continue;
+		/* Not through the index: no change to it while walking it */
+		dso = bio__dso_is_unnamed(bd->dso) ? bio__scan_dsos(machine, &bd->bid)
+						   : dso__get(bd->dso);
+		if (dso) {
+			dso__set_hit(dso);
+			dso__put(dso);
+		}
+	}
+	return 0;
 }

@@ -5,8 +5,16 @@
 #include <linux/list.h>
 #include <linux/types.h>
 #include <stdbool.h>
+#include <stddef.h>
 
+/* What perf says when the kernel lacks the feature */
+#define BIO_ENOTSUP_MSG \
+	"--build-id-offset: this kernel does not support PERF_SAMPLE_BUILD_ID_OFFSET\n"
+
+struct bio_namer;
+struct build_id;
 struct dso;
+struct events_stats;
 struct evsel;
 struct machine;
 struct perf_sample;
@@ -35,6 +43,12 @@ struct bio_held {
  */
 typedef int (*bio_deliver_fn)(struct bio_held *held, bool joined, void *data);
 
+/* What bio_held__deliver() hands a sample to */
+typedef int (*bio_sample_fn)(struct evsel *evsel, union perf_event *event,
+			     struct perf_sample *sample, struct machine *machine, void *data);
+
+int bio_held__deliver(struct bio_held *held, bool joined, struct machine *machine,
+		      struct events_stats *stats, bio_sample_fn fn, void *data);
 int bio_join__hold(struct machine *machine, struct evsel *evsel,
 		   union perf_event *event, struct perf_sample *sample,
 		   bio_deliver_fn deliver, void *data);
@@ -47,7 +61,24 @@ int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
 int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data);
 void bio_join__delete(struct machine *machine);
 
+/* A build-ID got a name while recording */
+typedef int (*bio_named_fn)(const struct build_id *bid, const char *name, void *data);
+
+/* A task's comm, read while recording, for its samples from @time on */
+typedef int (*bio_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *data);
+
+struct bio_namer *bio_namer__new(struct machine *machine, bio_named_fn named, void *data);
+void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn comm);
+void bio_namer__delete(struct bio_namer *namer);
+void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, size_t size);
+int bio_namer__run(struct bio_namer *namer);
+
+int bio_live__event(struct machine *machine, struct bio_namer *namer, struct evsel *evsel,
+		    union perf_event *event, struct perf_sample *sample,
+		    struct events_stats *stats, bio_sample_fn fn, void *data);
+
 int bio__insert_maps(struct machine *machine, union perf_event *event);
+int bio__read_comm(u32 pid, u32 tid, char *comm, size_t size);
 bool bio__dso_is_unnamed(const struct dso *dso);
 int machine__name_bio_dsos(struct machine *machine);
 

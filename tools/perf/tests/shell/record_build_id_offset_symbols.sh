@@ -10,6 +10,10 @@
 
 set -e
 
+shelldir=$(dirname "$0")
+# shellcheck source=lib/build_id_offset.sh
+. "${shelldir}"/lib/build_id_offset.sh
+
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bio_sym.XXXXX)
 secs=${BIO_TEST_SECS:-1}
@@ -170,20 +174,12 @@ EOF
 }
 
 test_support() {
-  local out
+  local rc=0
 
-  if out=$(perf record --build-id-offset -e cpu-clock -o /dev/null -- true 2>&1)
-  then
-    return 0
-  fi
-  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
-  then
-    skip "kernel has no PERF_SAMPLE_BUILD_ID_OFFSET"
-  fi
-  echo "Build-ID offset symbols [Failed unexpected error: ${out}]"
-  err=1
+  bio_support "Build-ID offset symbols" || rc=$?
+  [ "${rc}" = 0 ] && return 0
   cleanup
-  exit 1
+  exit "${rc}"
 }
 
 # "PERCENT SYMBOL" per line, self time, user and kernel symbols

@@ -1,0 +1,270 @@
+#!/bin/bash
+# perf record --build-id-offset names the files of tasks older than perf
+# SPDX-License-Identifier: GPL-2.0
+
+# A process that was running before perf started has no MMAP record for
+# its files.  perf record names them while the process lives, from
+# /proc/PID/map_files: in the header's build-ID table, and in the data
+# for pipe mode.  For a process gone by the time perf read its records,
+# only a file can name them: never a /usr/lib/debug .debug file, which is
+# not the program.
+
+set -e
+
+shelldir=$(dirname "$0")
+# shellcheck source=lib/build_id_offset.sh
+. "${shelldir}"/lib/build_id_offset.sh
+
+err=0
+tmpdir=$(mktemp -d /tmp/__perf_test.bio_names.XXXXX)
+# A build-ID cache of its own ($HOME/.debug): no entry made before may
+# name the workload
+export HOME="${tmpdir}/home"
+mkdir -p "${HOME}"
+
+cleanup() {
+  [ -n "${wpid}" ] && kill "${wpid}" 2> /dev/null && wait "${wpid}" 2> /dev/null
+  [ -n "${ppid}" ] && kill -CONT "${ppid}" 2> /dev/null && kill "${ppid}" 2> /dev/null &&
+    wait "${ppid}" 2> /dev/null
+  rm -rf "${tmpdir}"
+  trap - EXIT TERM INT
+}
+
+trap_cleanup() {
+  cleanup
+  exit 1
+}
+
+skip() {
+  echo "Build-ID offset names [Skipped $1]"
+  cleanup
+  exit 2
+}
+
+fail() {
+  echo "Build-ID offset names [Failed $1]"
+  err=1
+}
+
+# Waits for a line on the FIFO (blocked: no user samples before), then
+# spins in bioname_spin() for argv[2] ms and exits.
+build_workload() {
+  local rc=0
+
+  cat > "${tmpdir}/bioname.c" << 'EOF'
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) unsigned long bioname_spin(double secs)
+{
+	double end = now() + secs;
+	volatile unsigned long x = 0;
+
+	while (now() < end)
+		for (int i = 0; i < 100000; i++)
+			x += i;
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	char c;
+	int fd = open(argv[1], O_RDONLY);
+
+	if (fd < 0 || read(fd, &c, 1) != 1)
+		return 1;
+	bioname_spin(atoi(argv[2]) / 1000.0);
+	return 0;
+}
+EOF
+  bio_cc "Build-ID offset names" "${tmpdir}/bioname" "${tmpdir}/bioname.c" -O1 -g || rc=$?
+  if [ "${rc}" != 0 ]; then
+    cleanup
+    exit "${rc}"
+  fi
+  bid=$(perf buildid-list -i "${tmpdir}/bioname" 2> /dev/null)
+  [ -n "${bid}" ] || skip "the workload has no build-ID"
+}
+
+test_support() {
+  local rc=0
+
+  bio_support "Build-ID offset names" || rc=$?
+  [ "${rc}" = 0 ] && return 0
+  cleanup
+  exit "${rc}"
+}
+
+# Start the workload, blocked on its FIFO, before perf
+start_workload() {
+  rm -f "${tmpdir}/go"
+  mkfifo "${tmpdir}/go"
+  "${tmpdir}/bioname" "${tmpdir}/go" "$1" &
+  wpid=$!
+}
+
+go_workload() {
+  echo > "${tmpdir}/go"
+}
+
+# Wait (60 s at most) for perf to write its output: it records then
+wait_started() {
+  for _ in $(seq 600); do
+    [ -s "$1" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# "PERCENT DSO SYMBOL" of bioname_spin's samples (a file, or the data of
+# a pipe on stdin: "-")
+spin_line() {
+  perf report -i "$1" --stdio --sort dso,sym -q 2> /dev/null |
+    awk '/bioname_spin/ { print $1, $2, $NF; exit }'
+}
+
+# Every sampled process: a pipe that perf report reads at once must carry
+# the names itself (there is no header at the end).  The workload spins
+# after perf started, and lives on past the read of its records.
+test_pipe() {
+  local line
+
+  start_workload 1500
+  perf record -o - -a --synth=no --build-id-offset -e cpu-clock:u -F 999 \
+       -- sleep 3 > "${tmpdir}/pipe.data" 2> "${tmpdir}/pipe.err" &
+  ppid=$!
+  wait_started "${tmpdir}/pipe.data" || fail "pipe: perf record did not start"
+  go_workload
+  wait "${wpid}"; wpid=
+  wait "${ppid}"; ppid=
+  line=$(spin_line - < "${tmpdir}/pipe.data")
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  then
+    fail "pipe: bioname_spin's samples are not in bioname: '${line}'"
+    cat "${tmpdir}/pipe.err"
+  fi
+}
+
+# A process that is gone at the end: named while it lived
+test_exited() {
+  local line
+
+  start_workload 1000
+  perf record -o "${tmpdir}/exited.data" -a --synth=no --build-id-offset \
+       -e cpu-clock:u -F 999 -- sleep 4 2> "${tmpdir}/exited.err" &
+  ppid=$!
+  wait_started "${tmpdir}/exited.data" || fail "exited: perf record did not start"
+  go_workload
+  wait "${wpid}"; wpid=
+  wait "${ppid}"; ppid=
+  line=$(spin_line "${tmpdir}/exited.data")
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  then
+    fail "exited: bioname_spin's samples are not in bioname: '${line}'"
+    cat "${tmpdir}/exited.err"
+  fi
+}
+
+# perf record is stopped while the workload runs and exits: when perf
+# reads the records, no task maps the file.  $1: the name expected.
+record_gone() {
+  local out=$1
+
+  # The build-ID cache would name it: the runs before added it there
+  rm -rf "${HOME}/.debug"
+  start_workload 500
+  perf record -o "${out}" -a --synth=no --build-id-offset \
+       -e cpu-clock:u -F 999 -- sleep 4 2> "${out}.err" &
+  ppid=$!
+  wait_started "${out}" || fail "debug: perf record did not start"
+  sleep 0.5
+  kill -STOP "${ppid}"
+  go_workload
+  wait "${wpid}"; wpid=
+  kill -CONT "${ppid}"
+  # A rename under the DSO list's lock hung here once
+  if ! timeout 120 tail --pid="${ppid}" -f /dev/null
+  then
+    fail "debug: perf record did not finish"
+    kill -9 "${ppid}"
+  fi
+  wait "${ppid}" || true; ppid=
+}
+
+# Inside a mount namespace with a tmpfs on /usr/lib/debug holding the
+# workload's .debug file only: it is not the name, the build-ID shows.
+# With the link Fedora adds (.build-id/NN/REST to the program), the
+# program's path is the name.
+test_debug_ns() {
+  local dir=/usr/lib/debug/.build-id/${bid:0:2} line
+
+  mount -t tmpfs none /usr/lib/debug || skip "cannot mount a tmpfs on /usr/lib/debug"
+  mkdir -p "${dir}"
+  objcopy --only-keep-debug "${tmpdir}/bioname" "${dir}/${bid:2}.debug" ||
+    skip "objcopy --only-keep-debug failed"
+
+  record_gone "${tmpdir}/debug.data"
+  perf report -i "${tmpdir}/debug.data" --stdio --sort dso -q 2> /dev/null \
+    > "${tmpdir}/debug.dsos"
+  if ! grep -qF "[build-id:${bid}]" "${tmpdir}/debug.dsos" ||
+     grep -q '\.debug *$' "${tmpdir}/debug.dsos"
+  then
+    fail "debug: want [build-id:${bid}], no .debug"
+    cat "${tmpdir}/debug.dsos" "${tmpdir}/debug.data.err"
+  fi
+
+  ln -s "${tmpdir}/bioname" "${dir}/${bid:2}"
+  record_gone "${tmpdir}/link.data"
+  line=$(spin_line "${tmpdir}/link.data")
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  then
+    fail "debug link: bioname_spin's samples are not in bioname: '${line}'"
+    cat "${tmpdir}/link.data.err"
+  fi
+  return "${err}"
+}
+
+if [ "$1" = debug_ns ]
+then
+  # Re-run by test_debug(), in its own mount namespace: the directory is
+  # the caller's to remove
+  tmpdir=$2
+  bid=$3
+  skip() {
+    echo "debug: $1"
+    exit 2
+  }
+  test_debug_ns
+  exit $?
+fi
+
+test_debug() {
+  local rc=0
+
+  command -v unshare > /dev/null || { echo "debug: no unshare, not run"; return; }
+  unshare -m --propagation private bash "$0" debug_ns "${tmpdir}" "${bid}" || rc=$?
+  case ${rc} in
+    0) ;;
+    2) echo "debug: skipped, see above";;
+    *) err=1;;
+  esac
+}
+
+trap trap_cleanup EXIT TERM INT
+test_support
+build_workload
+test_pipe
+test_exited
+test_debug
+cleanup
+exit ${err}

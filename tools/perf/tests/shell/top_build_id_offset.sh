@@ -1,0 +1,238 @@
+#!/bin/bash
+# perf top and record --build-id-offset show comms and JIT code
+# SPDX-License-Identifier: GPL-2.0
+
+# With --build-id-offset (and --synth=no for perf record) perf reads no
+# task's maps or comm in /proc at start.  A task that was running before
+# perf started must still show its comm (read at its first sample), its
+# program (named from /proc/PID/map_files at its first record) and its
+# JIT code (anonymous executable memory, through /tmp/perf-PID.map).
+# perf top joins its samples with their records through its ordered
+# queue.
+
+set -e
+
+shelldir=$(dirname "$0")
+# shellcheck source=lib/build_id_offset.sh
+. "${shelldir}"/lib/build_id_offset.sh
+
+err=0
+tmpdir=$(mktemp -d /tmp/__perf_test.bio_top.XXXXX)
+export HOME="${tmpdir}/home"
+mkdir -p "${HOME}"
+wpids=()
+
+cleanup() {
+  local p
+
+  for p in "${wpids[@]}" ${tpid}; do
+    kill "${p}" 2> /dev/null && wait "${p}" 2> /dev/null
+  done
+  exec 3>&- 4>&- 2> /dev/null || true
+  rm -f /tmp/perf-"${jitpid}".map
+  rm -rf "${tmpdir}"
+  trap - EXIT TERM INT
+}
+
+trap_cleanup() {
+  cleanup
+  exit 1
+}
+trap trap_cleanup EXIT TERM INT
+
+skip() {
+  echo "perf top --build-id-offset [Skipped $1]"
+  cleanup
+  exit 2
+}
+
+fail() {
+  echo "perf top --build-id-offset [Failed $1]"
+  err=1
+}
+
+# biojit FIFO MS spin|jit: waits for a line on the FIFO, then spins for
+# MS ms in biojit_spin(), or in jit_spin(): code copied to anonymous
+# memory, listed in /tmp/perf-PID.map.
+build_workload() {
+  local rc=0
+
+  [ "$(uname -m)" = x86_64 ] || skip "the JIT workload is x86-64 code"
+  cat > "${tmpdir}/biojit.c" << 'EOF'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* mov %rdi,%rax; 1: dec %rax; jnz 1b; ret */
+static const unsigned char jit_code[] = {
+	0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3,
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) long biojit_spin(long n)
+{
+	volatile long x = 0;
+
+	while (n--)
+		x += n;
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	long (*spin)(long) = biojit_spin;
+	double end;
+	char c, path[64];
+	FILE *fp;
+	int fd;
+
+	if (argc < 4)
+		return 1;
+	if (!strcmp(argv[3], "jit")) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return 1;
+		memcpy(p, jit_code, sizeof(jit_code));
+		if (mprotect(p, 4096, PROT_READ | PROT_EXEC))
+			return 1;
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+		fp = fopen(path, "w");
+		if (!fp)
+			return 1;
+		fprintf(fp, "%lx %zx jit_spin\n", (unsigned long)p, sizeof(jit_code));
+		fclose(fp);
+		spin = (long (*)(long))p;
+	}
+	fd = open(argv[1], O_RDONLY);
+	if (fd < 0 || read(fd, &c, 1) != 1)
+		return 1;
+	end = now() + atoi(argv[2]) / 1000.0;
+	while (now() < end)
+		spin(1000000);
+	return 0;
+}
+EOF
+  bio_cc "perf top --build-id-offset" "${tmpdir}/biojit" "${tmpdir}/biojit.c" -O1 -g || rc=$?
+  if [ "${rc}" != 0 ]; then
+    cleanup
+    exit "${rc}"
+  fi
+}
+
+test_support() {
+  local rc=0
+
+  bio_support "perf top --build-id-offset" || rc=$?
+  [ "${rc}" = 0 ] && return 0
+  cleanup
+  exit "${rc}"
+}
+
+# Start a workload, blocked on FIFO $1, before perf: $2 ms, mode $3
+start_workload() {
+  rm -f "$1"
+  mkfifo "$1"
+  "${tmpdir}/biojit" "$1" "$2" "$3" &
+  wpids+=($!)
+}
+
+# Wait (90 s at most) for a file to have content, or a line matching $2,
+# while process $3 (if given) lives
+wait_for() {
+  for _ in $(seq 900); do
+    if [ -z "$2" ]; then
+      [ -s "$1" ] && return 0
+    else
+      grep -q "$2" "$1" 2> /dev/null && return 0
+    fi
+    [ -z "$3" ] || kill -0 "$3" 2> /dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# Whether "PERCENT COMM DSO [.] SYM" is a line of a report or of perf
+# top (DSO: a regular expression, "[JIT] tid PID" has spaces)
+has_line() {
+  grep -qaE "^ *[0-9.]+% +$2 +$3 +\[\.\] $4 *\$" "$1"
+}
+
+# perf record --synth=no: the comm of a task older than perf, and its JIT
+# code
+test_record() {
+  start_workload "${tmpdir}/go1" 1500 jit
+  jitpid=${wpids[-1]}
+  perf record -o "${tmpdir}/rec.data" -a --synth=no --build-id-offset \
+       -e cpu-clock:u -F 999 -- sleep 4 2> "${tmpdir}/rec.err" &
+  tpid=$!
+  wait_for "${tmpdir}/rec.data" "" "${tpid}" || fail "record: perf record did not start"
+  echo > "${tmpdir}/go1"
+  wait "${tpid}"; tpid=
+  perf report -i "${tmpdir}/rec.data" --stdio --sort comm,dso,sym -q 2> /dev/null \
+    > "${tmpdir}/rec.txt"
+  if ! has_line "${tmpdir}/rec.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
+  then
+    fail "record: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
+    head -5 "${tmpdir}/rec.txt"
+    cat "${tmpdir}/rec.err"
+  fi
+}
+
+# perf top: a program and JIT code of tasks older than perf top
+test_top() {
+  local tpidw
+
+  start_workload "${tmpdir}/go2" 3000 spin
+  tpidw=${wpids[-1]}
+  start_workload "${tmpdir}/go3" 3000 jit
+  jitpid=${wpids[-1]}
+  # stdin: a FIFO nobody writes to, so that perf top reads no key
+  mkfifo "${tmpdir}/keys"
+  exec 3<> "${tmpdir}/keys"
+  perf top --stdio --build-id-offset -e cpu-clock:u -d 1 -E 40 \
+       --sort comm,dso,sym <&3 > "${tmpdir}/top.txt" 2> "${tmpdir}/top.err" &
+  tpid=$!
+  if ! wait_for "${tmpdir}/top.txt" PerfTop "${tpid}"
+  then
+    fail "top: no output"
+    cat "${tmpdir}/top.err"
+    return
+  fi
+  echo > "${tmpdir}/go2"
+  echo > "${tmpdir}/go3"
+  wait "${tpidw}" "${jitpid}" || true
+  kill -INT "${tpid}"
+  wait "${tpid}" || true
+  tpid=
+  if ! has_line "${tmpdir}/top.txt" biojit biojit biojit_spin
+  then
+    fail "top: no 'biojit biojit biojit_spin' line"
+    grep -a "%" "${tmpdir}/top.txt" | tail -8
+    cat "${tmpdir}/top.err"
+  fi
+  if ! has_line "${tmpdir}/top.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
+  then
+    fail "top: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
+  fi
+}
+
+test_support
+build_workload
+test_record
+rm -f /tmp/perf-"${jitpid}".map
+test_top
+cleanup
+exit ${err}
