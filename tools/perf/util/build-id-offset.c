@@ -635,6 +635,8 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
 
 	if (m->end <= m->start)
 		return 0;
+	if (m->flags & PERF_BIO_MAP_ANON)
+		return bio__insert_anon_map(machine, thread, m);
 
 	if (m->flags & PERF_BIO_MAP_VDSO) {
 		map = maps__find(thread__maps(thread), m->start);
@@ -648,8 +650,6 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
 		}
 		dso = machine__findnew_vdso(machine, thread);
 		pgoff = 0;
-	} else if (m->flags & PERF_BIO_MAP_ANON) {
-		return bio__insert_anon_map(machine, thread, m);
 	} else {
 		/* Unreadable, no build-ID: nothing to name it by */
 		if (!m->build_id_size)

@@ -36,15 +36,19 @@ fi
 # One software event sampling IP, TID, TIME and the cookie, sample_id_all;
 # four samples and one record with two maps.  $1: le or be; $2: extra to
 # add to the record's nr (a record that claims more maps than it holds);
-# $3: "mm" adds a sample whose record says MM_CHANGED.
+# $3: "mm" adds a sample whose record says MM_CHANGED.  BIO_BID and
+# BIO_NAME (environment): the first map's build-ID (hex), and a
+# PERF_RECORD_HEADER_BUILD_ID ahead that names it BIO_NAME.
 make_data() {
   python3 - "$1" "$2" "${3:-}" <<'EOF'
-import struct, sys
+import os, struct, sys
 
 big = sys.argv[1] == "be"
 extra_nr = int(sys.argv[2])
 mm = sys.argv[3] == "mm"
 E = ">" if big else "<"
+bid1 = bytes.fromhex(os.environ.get("BIO_BID", "")) or bytes(range(1, 21))
+name = os.environ.get("BIO_NAME", "").encode()
 
 def rec(type_, misc, body):
     return struct.pack(E + "IHH", type_, misc, 8 + len(body)) + body
@@ -72,9 +76,14 @@ def bio(time, cookie, flags, maps):
 
 out = (b"PERFILE2"[::-1] if big else b"PERFILE2") + struct.pack(E + "Q", 16)
 out += rec(64, 0, attr)
+if name:
+    fn = name + b"\0" * (8 - len(name) % 8)
+    # pid -1 (the host), build_id[20], its size, then the file name
+    out += rec(67, 2 | (1 << 15), struct.pack(E + "i", -1) + bid1 +
+               b"\0" * (20 - len(bid1)) + bytes([len(bid1)]) + b"\0" * 3 + fn)
 out += sample(0x401234, 1000, 0x1111)
 out += sample(0x7f0000001000, 1001, 0x1111)
-out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bytes(range(1, 21)), 0),
+out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bid1, 0),
                              (0x7f0000000000, 0x7f0000004000, 0x2000, b"", 1 | 4)])
 out += sample(0x401300, 2000, 0)
 out += sample(0x401400, 3000, 0x2222)   # its record never comes
@@ -200,6 +209,38 @@ test_unresolved() {
   expect "Unresolved" "1 samples with a build-ID offset cookie were taken before an exec"
 }
 
+# A DSO whose file is a debug-only one (objcopy --only-keep-debug: its
+# .plt holds no bytes): perf report read that .plt and died with SIGSEGV.
+test_debug_only_dso() {
+  local dir bid rc=0 cc=${CC:-cc}
+
+  echo "A DSO named after a .debug file"
+  if ! command -v "${cc}" > /dev/null || ! command -v objcopy > /dev/null
+  then
+    echo "no C compiler or objcopy: not run"
+    return
+  fi
+  dir=$(mktemp -d /tmp/__perf_test.bio.XXXXX)
+  printf '#include <stdio.h>\nint main(void) { puts("x"); return 0; }\n' > "${dir}/p.c"
+  if ! "${cc}" -g -Wl,--build-id -o "${dir}/p" "${dir}/p.c" ||
+     ! objcopy --only-keep-debug "${dir}/p" "${dir}/p.debug"
+  then
+    echo "cannot build the program: not run"
+    rm -rf "${dir}"
+    return
+  fi
+  bid=$(perf buildid-list -i "${dir}/p.debug")
+  BIO_BID=${bid} BIO_NAME="${dir}/p.debug" make_data le 0 > "${data}"
+  perf report -i - --stdio --sort dso,sym < "${data}" > "${dump}" 2>&1 || rc=$?
+  if [ "${rc}" != 0 ]
+  then
+    echo "Debug-only DSO [Failed perf report exit status ${rc}]"
+    fail=1
+  fi
+  expect "Debug-only DSO" "p.debug"
+  rm -rf "${dir}"
+}
+
 # Run a scenario, then say how it went.
 run() {
   fail=0
@@ -221,6 +262,7 @@ run test_inject
 run test_inject_build_ids
 run test_join
 run test_unresolved
+run test_debug_only_dso
 
 cleanup
 exit $err

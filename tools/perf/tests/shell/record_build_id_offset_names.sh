@@ -214,8 +214,9 @@ test_debug_ns() {
     skip "objcopy --only-keep-debug failed"
 
   record_gone "${tmpdir}/debug.data"
+  # perf report died with SIGSEGV on a DSO named after the .debug file
   perf report -i "${tmpdir}/debug.data" --stdio --sort dso -q 2> /dev/null \
-    > "${tmpdir}/debug.dsos"
+    > "${tmpdir}/debug.dsos" || fail "debug: perf report exit status $?"
   if ! grep -qF "[build-id:${bid}]" "${tmpdir}/debug.dsos" ||
      grep -q '\.debug *$' "${tmpdir}/debug.dsos"
   then
