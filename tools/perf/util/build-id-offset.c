@@ -909,27 +909,44 @@ void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn c
 	namer->comm = comm;
 }
 
+/* The entry of task @tid; @added says whether it was new */
+static struct bio_task *bio_namer__findnew_task(struct bio_namer *namer, u32 tid, bool *added)
+{
+	struct bio_task *task;
+
+	*added = false;
+	if (hashmap__find(namer->tasks, tid, &task))
+		return task;
+	task = zalloc(sizeof(*task));
+	if (!task)
+		return NULL;
+	if (hashmap__add(namer->tasks, tid, task)) {
+		free(task);
+		return NULL;
+	}
+	*added = true;
+	return task;
+}
+
 /* A task that needs its comm from @time on, unless the kernel gave it */
 static void bio_namer__task(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
 {
 	struct bio_task *task;
+	bool added;
 
 	/* The idle task has its name; -1: no task */
 	if (!tid || tid == (u32)-1 || pid == (u32)-1)
 		return;
 
-	if (hashmap__find(namer->tasks, tid, &task)) {
-		if (!task->done && time < task->time)
-			task->time = time;
-		return;
-	}
-	task = zalloc(sizeof(*task));
+	task = bio_namer__findnew_task(namer, tid, &added);
 	if (!task)
 		return;
-	task->pid = pid;
-	task->time = time;
-	if (hashmap__add(namer->tasks, tid, task))
-		free(task);
+	if (added) {
+		task->pid = pid;
+		task->time = time;
+	} else if (!task->done && time < task->time) {
+		task->time = time;
+	}
 }
 
 static void bio_namer__sample(struct bio_namer *namer, const u8 *prefix, u32 len)
@@ -948,18 +965,11 @@ static void bio_namer__sample(struct bio_namer *namer, const u8 *prefix, u32 len
 /* The kernel named the task (exec, or it was made while recording) */
 static void bio_namer__comm_record(struct bio_namer *namer, u32 tid)
 {
-	struct bio_task *task;
+	bool added;
+	struct bio_task *task = bio_namer__findnew_task(namer, tid, &added);
 
-	if (hashmap__find(namer->tasks, tid, &task)) {
+	if (task)
 		task->done = true;
-		return;
-	}
-	task = zalloc(sizeof(*task));
-	if (!task)
-		return;
-	task->done = true;
-	if (hashmap__add(namer->tasks, tid, task))
-		free(task);
 }
 
 /* One record's first bytes: note a process to name, or one that ended */
