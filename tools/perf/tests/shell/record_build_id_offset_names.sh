@@ -117,15 +117,6 @@ go_workload() {
   echo > "${tmpdir}/go"
 }
 
-# Wait (60 s at most) for perf to write its output: it records then
-wait_started() {
-  for _ in $(seq 600); do
-    [ -s "$1" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
 # "PERCENT DSO SYMBOL" of bioname_spin's samples (a file, or the data of
 # a pipe on stdin: "-")
 spin_line() {
@@ -140,13 +131,12 @@ test_pipe() {
   local line
 
   start_workload 1500
-  perf record -o - -a --synth=no --build-id-offset -e cpu-clock:u -F 999 \
-       -- sleep 3 > "${tmpdir}/pipe.data" 2> "${tmpdir}/pipe.err" &
-  ppid=$!
-  wait_started "${tmpdir}/pipe.data" || fail "pipe: perf record did not start"
+  bio_record_start "${tmpdir}/pipe.data" "${tmpdir}/pipe.err" -o - -a --synth=no \
+    --build-id-offset -e cpu-clock:u -F 999 || fail "pipe: perf record did not start"
+  ppid=${bio_rpid}
   go_workload
   wait "${wpid}"; wpid=
-  wait "${ppid}"; ppid=
+  bio_record_stop; ppid=
   line=$(spin_line - < "${tmpdir}/pipe.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
   then
@@ -160,13 +150,15 @@ test_exited() {
   local line
 
   start_workload 1000
-  perf record -o "${tmpdir}/exited.data" -a --synth=no --build-id-offset \
-       -e cpu-clock:u -F 999 -- sleep 4 2> "${tmpdir}/exited.err" &
-  ppid=$!
-  wait_started "${tmpdir}/exited.data" || fail "exited: perf record did not start"
+  bio_record_start /dev/null "${tmpdir}/exited.err" -o "${tmpdir}/exited.data" -a \
+    --synth=no --build-id-offset -e cpu-clock:u -F 999 ||
+    fail "exited: perf record did not start"
+  ppid=${bio_rpid}
   go_workload
   wait "${wpid}"; wpid=
-  wait "${ppid}"; ppid=
+  # The EXIT record is read before the end
+  sleep 0.5
+  bio_record_stop; ppid=
   line=$(spin_line "${tmpdir}/exited.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
   then
@@ -183,22 +175,21 @@ record_gone() {
   # The build-ID cache would name it: the runs before added it there
   rm -rf "${HOME}/.debug"
   start_workload 500
-  perf record -o "${out}" -a --synth=no --build-id-offset \
-       -e cpu-clock:u -F 999 -- sleep 4 2> "${out}.err" &
-  ppid=$!
-  wait_started "${out}" || fail "debug: perf record did not start"
-  sleep 0.5
+  bio_record_start /dev/null "${out}.err" -o "${out}" -a --synth=no --build-id-offset \
+    -e cpu-clock:u -F 999 || fail "debug: perf record did not start"
+  ppid=${bio_rpid}
   kill -STOP "${ppid}"
   go_workload
   wait "${wpid}"; wpid=
   kill -CONT "${ppid}"
+  kill -INT "${ppid}"
   # A rename under the DSO list's lock hung here once
   if ! timeout 120 tail --pid="${ppid}" -f /dev/null
   then
     fail "debug: perf record did not finish"
     kill -9 "${ppid}"
   fi
-  wait "${ppid}" || true; ppid=
+  bio_record_stop; ppid=
 }
 
 # Inside a mount namespace with a tmpfs on /usr/lib/debug holding the

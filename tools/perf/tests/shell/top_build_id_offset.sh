@@ -28,7 +28,7 @@ cleanup() {
   for p in "${wpids[@]}" ${tpid}; do
     kill "${p}" 2> /dev/null && wait "${p}" 2> /dev/null
   done
-  exec 3>&- 4>&- 2> /dev/null || true
+  exec 3>&- 8>&- 9>&- 2> /dev/null || true
   rm -f /tmp/perf-"${jitpid}".map
   rm -rf "${tmpdir}"
   trap - EXIT TERM INT
@@ -175,19 +175,29 @@ has_line() {
 test_record() {
   start_workload "${tmpdir}/go1" 1500 jit
   jitpid=${wpids[-1]}
-  perf record -o "${tmpdir}/rec.data" -a --synth=no --build-id-offset \
-       -e cpu-clock:u -F 999 -- sleep 4 2> "${tmpdir}/rec.err" &
-  tpid=$!
-  wait_for "${tmpdir}/rec.data" "" "${tpid}" || fail "record: perf record did not start"
+  # -v: on a failure, the namer's count of COMMs it gave shows
+  if ! bio_record_start /dev/null "${tmpdir}/rec.err" -v -o "${tmpdir}/rec.data" -a \
+       --synth=no --build-id-offset -e cpu-clock:u -F 999
+  then
+    fail "record: perf record did not start"
+    cat "${tmpdir}/rec.err"
+  fi
+  tpid=${bio_rpid}
   echo > "${tmpdir}/go1"
-  wait "${tpid}"; tpid=
+  wait "${jitpid}" || true
+  bio_record_stop; tpid=
   perf report -i "${tmpdir}/rec.data" --stdio --sort comm,dso,sym -q 2> /dev/null \
     > "${tmpdir}/rec.txt"
   if ! has_line "${tmpdir}/rec.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
   then
     fail "record: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
     head -5 "${tmpdir}/rec.txt"
-    cat "${tmpdir}/rec.err"
+    grep -a "build-ID offset" "${tmpdir}/rec.err"
+    # The task's own records, and its first samples
+    perf script -i "${tmpdir}/rec.data" --show-task-events -F comm,tid,cpu,time,event \
+      2> /dev/null | grep -a " ${jitpid} " | grep -av cpu-clock | head -5
+    perf script -i "${tmpdir}/rec.data" -F comm,tid,cpu,time 2> /dev/null |
+      grep -a " ${jitpid} " | head -3
   fi
 }
 

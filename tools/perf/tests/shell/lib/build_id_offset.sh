@@ -39,3 +39,35 @@ bio_cc() {
     return 2
   fi
 }
+
+# bio_record_start OUT ERR ARGS...: start 'perf record ARGS' in the
+# background, stdout to OUT and stderr to ERR, with its events disabled;
+# then enable them through its control fds and return once perf
+# acknowledged, so that what runs from then on is recorded (a non-empty
+# output file only says the header is written: under emulation the
+# events can come up seconds later).  bio_rpid: perf's pid.  Returns 1
+# if perf did not acknowledge within 120 s.  bio_record_stop ends it.
+bio_record_start() {
+  local out=$1 err=$2 dir ack=
+
+  shift 2
+  dir=$(mktemp -d /tmp/__perf_test.bio_ctl.XXXXX)
+  mkfifo "${dir}/ctl" "${dir}/ack"
+  exec 8<> "${dir}/ctl" 9<> "${dir}/ack"
+  rm -rf "${dir}"
+  perf record -D -1 --control=fd:8,9 "$@" > "${out}" 2> "${err}" &
+  bio_rpid=$!
+  echo enable >&8
+  read -r -t 120 -u 9 ack || true
+  [ "${ack}" = ack ]
+}
+
+# bio_record_stop: stop the perf record of bio_record_start with SIGINT
+# and wait for it.  Its exit status says nothing (perf ends by raising
+# SIGINT again): the tests check what it wrote.
+bio_record_stop() {
+  kill -INT "${bio_rpid}" 2> /dev/null || true
+  wait "${bio_rpid}" 2> /dev/null || true
+  bio_rpid=
+  exec 8>&- 9>&-
+}
