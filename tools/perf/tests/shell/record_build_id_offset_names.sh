@@ -14,6 +14,8 @@ set -e
 shelldir=$(dirname "$0")
 # shellcheck source=lib/build_id_offset.sh
 . "${shelldir}"/lib/build_id_offset.sh
+# perf record's pid, from bio_record_start
+bio_rpid=
 
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bio_names.XXXXX)
