@@ -1214,11 +1214,13 @@ static int bio_namer__comm(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
 }
 
 /**
- * bio_namer__run - name the files of the processes bio_namer__scan() saw
+ * bio_namer__run - name what bio_namer__scan() saw
  *
- * For each process seen since the last run, once in its life: the
- * mappings it makes from now on come with MMAP2 records, which name
- * their files.  Returns what @named returned if it failed, else 0.
+ * The comm of each task seen since the last run (with bio_namer__set_comm()),
+ * then the files of each process seen since the last run, once in its
+ * life: the mappings it makes from now on come with MMAP2 records, which
+ * name their files.  Returns what @named or @comm returned if it failed,
+ * else 0.
  */
 int bio_namer__run(struct bio_namer *namer)
 {
@@ -1227,14 +1229,11 @@ int bio_namer__run(struct bio_namer *namer)
 	int err = 0;
 
 	mutex_lock(&namer->lock);
-	hashmap__for_each_entry(namer->pids, cur, bkt) {
-		if (cur->value != BIO_PID_PENDING)
-			continue;
-		cur->value = BIO_PID_DONE;
-		err = bio_namer__name_pid(namer, cur->key);
-		if (err)
-			goto out;
-	}
+	/*
+	 * Comms first: one read each.  Naming a process's files opens and
+	 * reads every one (perf itself maps some forty), and a task that
+	 * exits meanwhile would get no comm.
+	 */
 	hashmap__for_each_entry(namer->tasks, cur, bkt) {
 		struct bio_task *task = cur->pvalue;
 
@@ -1242,6 +1241,14 @@ int bio_namer__run(struct bio_namer *namer)
 			continue;
 		task->done = true;
 		err = bio_namer__comm(namer, task->pid, cur->key, task->time);
+		if (err)
+			goto out;
+	}
+	hashmap__for_each_entry(namer->pids, cur, bkt) {
+		if (cur->value != BIO_PID_PENDING)
+			continue;
+		cur->value = BIO_PID_DONE;
+		err = bio_namer__name_pid(namer, cur->key);
 		if (err)
 			break;
 	}

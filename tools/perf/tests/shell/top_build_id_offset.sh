@@ -241,10 +241,53 @@ test_top() {
   fi
 }
 
+# perf top -U: the kernel samples of a task wait for its record like all
+# its samples; the record must reach them though user samples are hidden
+test_hide_user() {
+  local dpid
+
+  # Most of dd's time is in the kernel (clearing and copying pages)
+  dd if=/dev/zero of=/dev/null bs=1M count=100000000 2> /dev/null &
+  dpid=$!
+  wpids+=("${dpid}")
+  mkfifo "${tmpdir}/keys-u"
+  exec 3<> "${tmpdir}/keys-u"
+  # -v: the namer says at the end how many processes' records it saw
+  perf top -v --stdio --build-id-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
+       <&3 > "${tmpdir}/top-u.txt" 2> "${tmpdir}/top-u.err" &
+  tpid=$!
+  if ! wait_for "${tmpdir}/top-u.txt" PerfTop "${tpid}"
+  then
+    fail "top -U: no output"
+    cat "${tmpdir}/top-u.err"
+    return
+  fi
+  # A few screens more
+  sleep 3
+  kill -INT "${tpid}"
+  wait "${tpid}" || true
+  tpid=
+  kill "${dpid}" 2> /dev/null || true
+  if ! grep -qaE "^ *[0-9.]+% +dd +\[kernel(\.kallsyms)?\] *\$" "${tmpdir}/top-u.txt"
+  then
+    fail "top -U: no 'dd [kernel]' line"
+    grep -a "%" "${tmpdir}/top-u.txt" | head -8
+  fi
+  # Before the fix, -U dropped the records with the user samples: the
+  # kernel samples held for them went out unjoined, and the namer saw
+  # no process ("of 0 processes")
+  if ! grep -qaE "files of [1-9][0-9]* processes" "${tmpdir}/top-u.err"
+  then
+    fail "top -U: the records did not reach the join"
+    grep -a "build-ID offset" "${tmpdir}/top-u.err"
+  fi
+}
+
 test_support
 build_workload
 test_record
 rm -f /tmp/perf-"${jitpid}".map
 test_top
+test_hide_user
 cleanup
 exit ${err}
