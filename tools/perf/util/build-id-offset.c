@@ -1284,7 +1284,8 @@ static void bio_live__comm(struct machine *machine, struct perf_sample *sample)
 	thread = machine__findnew_thread(machine, sample->pid, sample->tid);
 	if (!thread)
 		return;
-	if (!thread__comm_set(thread) && !bio__read_comm(sample->pid, sample->tid, comm, sizeof(comm)))
+	if (!thread__comm_set(thread) &&
+	    !bio__read_comm(sample->pid, sample->tid, comm, sizeof(comm)))
 		thread__set_comm(thread, comm, sample->time);
 	thread__put(thread);
 }

@@ -7,8 +7,9 @@
 # perf started must still show its comm (read at its first sample), its
 # program (named from /proc/PID/map_files at its first record) and its
 # JIT code (anonymous executable memory, through /tmp/perf-PID.map).
-# perf top joins its samples with their records through its ordered
-# queue.
+# perf record --synth=task reads the comms at start instead, and its maps
+# must still come from the records.  perf top joins its samples with
+# their records through its ordered queue.
 
 set -e
 
@@ -172,16 +173,17 @@ has_line() {
   grep -qaE "^ *[0-9.]+% +$2 +$3 +\[\.\] $4 *\$" "$1"
 }
 
-# perf record --synth=no: the comm of a task older than perf, and its JIT
-# code
+# perf record --synth=$1 (no: comms read at first sample; task: all
+# read at start, maps still from the records): the comm of a task older
+# than perf, and its JIT code
 test_record() {
   start_workload "${tmpdir}/go1" 1500 jit
   jitpid=${wpids[-1]}
   # -v: on a failure, the namer's count of COMMs it gave shows
   if ! bio_record_start /dev/null "${tmpdir}/rec.err" -v -o "${tmpdir}/rec.data" -a \
-       --synth=no --build-id-offset -e cpu-clock:u -F 999
+       --synth="$1" --build-id-offset -e cpu-clock:u -F 999
   then
-    fail "record: perf record did not start"
+    fail "record --synth=$1: perf record did not start"
     cat "${tmpdir}/rec.err"
   fi
   tpid=${bio_rpid}
@@ -192,7 +194,7 @@ test_record() {
     > "${tmpdir}/rec.txt"
   if ! has_line "${tmpdir}/rec.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
   then
-    fail "record: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
+    fail "record --synth=$1: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
     head -5 "${tmpdir}/rec.txt"
     grep -a "build-ID offset" "${tmpdir}/rec.err"
     # The task's own records, and its first samples
@@ -214,7 +216,10 @@ test_top() {
   # stdin: a FIFO nobody writes to, so that perf top reads no key
   mkfifo "${tmpdir}/keys"
   exec 3<> "${tmpdir}/keys"
-  perf top --stdio --build-id-offset -e cpu-clock:u -d 1 -E 40 \
+  # Not a terminal: perf top takes its width from COLUMNS (with LINES),
+  # else 80, and the widest DSO name on the screen (a '[build-id:HEX]'
+  # of some other task is 51) would cut the symbols short
+  LINES=60 COLUMNS=400 perf top --stdio --build-id-offset -e cpu-clock:u -d 1 -E 40 \
        --sort comm,dso,sym <&3 > "${tmpdir}/top.txt" 2> "${tmpdir}/top.err" &
   tpid=$!
   if ! wait_for "${tmpdir}/top.txt" PerfTop "${tpid}"
@@ -233,6 +238,7 @@ test_top() {
   then
     fail "top: no 'biojit biojit biojit_spin' line"
     grep -a "%" "${tmpdir}/top.txt" | tail -8
+    grep -a "biojit" "${tmpdir}/top.txt" | tail -4
     cat "${tmpdir}/top.err"
   fi
   if ! has_line "${tmpdir}/top.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
@@ -253,7 +259,7 @@ test_hide_user() {
   mkfifo "${tmpdir}/keys-u"
   exec 3<> "${tmpdir}/keys-u"
   # -v: the namer says at the end how many processes' records it saw
-  perf top -v --stdio --build-id-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
+  LINES=60 COLUMNS=400 perf top -v --stdio --build-id-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
        <&3 > "${tmpdir}/top-u.txt" 2> "${tmpdir}/top-u.err" &
   tpid=$!
   if ! wait_for "${tmpdir}/top-u.txt" PerfTop "${tpid}"
@@ -285,7 +291,9 @@ test_hide_user() {
 
 test_support
 build_workload
-test_record
+test_record no
+rm -f /tmp/perf-"${jitpid}".map
+test_record task
 rm -f /tmp/perf-"${jitpid}".map
 test_top
 test_hide_user
