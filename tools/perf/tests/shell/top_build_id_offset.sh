@@ -245,6 +245,12 @@ test_top() {
   then
     fail "top: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
   fi
+  # The header counts the samples shown unresolved
+  if ! grep -qaE "PerfTop:.* unresolved: [0-9]+" "${tmpdir}/top.txt"
+  then
+    fail "top: no 'unresolved: N' in the header"
+    grep -a -m1 PerfTop "${tmpdir}/top.txt"
+  fi
 }
 
 # perf top -U: the kernel samples of a task wait for its record like all
