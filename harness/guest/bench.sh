@@ -5,11 +5,12 @@
 # copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
 # BENCH_PERIOD change the defaults: `make bench
 # GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
-# init's environment).  BENCH_ONLY=startup,cost,churn runs only the
+# init's environment).  BENCH_ONLY=startup,cost,churn,topload runs only the
 # sections named; BENCH_CHURN_SECS (default 30), BENCH_CHURN_FREQ
 # (default 4000) and BENCH_CHURN_SPIN_MS (default 20: TCG runs the
 # workload's exec and dlopen() 10-50 times slower than hardware, spins
-# of a few ms would get few samples) set the churn section's run.
+# of a few ms would get few samples) set the churn section's run;
+# BENCH_TOP_SECS (default 15) the length of each perf top run under load.
 set -euo pipefail
 : "${bio_build:?}"
 ns=${BENCH_NS:-0,500,1000,2000,4000}
@@ -45,7 +46,10 @@ startup_once() {
 
 # One `perf top -a` until its first screen (the first refresh comes 1 s
 # after the counters start): its start-up, with the synthesis of every
-# task's comm and maps or without.  Prints "wall cpu".
+# task's comm and maps or without.  Then on to its fifth screen: the
+# samples it dropped by then, for being more than its delay (1 s) behind
+# the newest, as the header counts them ("drop: N/TOTAL"), show how long
+# it took to catch up.  Prints "wall cpu drop1 drop5".
 top_once() {
 	local t0 t1 pid cpu tck
 	tck=$(getconf CLK_TCK)
@@ -62,10 +66,19 @@ top_once() {
 	done
 	t1=$(date +%s%N)
 	cpu=$(awk -v t="$tck" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$pid/stat")
+	for _ in $(seq 1200); do
+		[ "$(grep -ac PerfTop top.out)" -ge 5 ] && break
+		sleep 0.05
+	done
 	kill -INT "$pid"
 	wait "$pid" 2>/dev/null || true
 	exec 5>&-
-	awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN { printf "%.2f %s\n", (b - a) / 1e9, c }'
+	awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN { printf "%.2f %s ", (b - a) / 1e9, c }'
+	tr -d '\r' <top.out | awk '/PerfTop/ && match($0, /drop: [0-9]+\/[0-9]+/) {
+			d = substr($0, RSTART + 6, RLENGTH - 6); sub(/.*\//, "", d)
+			if (++n == 1) first = d
+			if (n <= 5) last = d }
+		END { print first + 0, last + 0 }'
 }
 
 # Wait up to 300 s for a file to have content
@@ -137,6 +150,62 @@ churn_section() {
 	echo
 }
 
+# perf top -a under load, started while the load runs: three tasks that
+# spin, and a fourth that loops in the shell (spin) or fork()s and
+# exec()s /bin/true (exec).  From its last screen after BENCH_TOP_SECS
+# (15) s: samples per second, the samples it dropped since the start for
+# being more than its delay (2 s) behind the newest, and those it showed
+# with no user address resolved (--build-id-offset).
+topload_section() {
+	local secs=${BENCH_TOP_SECS:-15} load mode line p
+	local -a opts pids
+	echo "## perf top under load"
+	echo
+	echo "\`perf top --stdio -a -e cpu-clock -d 2\` for $secs s over three spinning tasks and a fourth that loops in the shell (spin) or fork()s and exec()s /bin/true (exec), all there before perf top; from its last screen: samples/s, samples dropped since the start (more than 2 s behind), samples shown unresolved."
+	echo
+	echo "| load | mode | samples/s | dropped | unresolved |"
+	echo "|---|---|---|---|---|"
+	for load in spin exec; do
+		for mode in default bio; do
+			pids=()
+			for _ in 1 2 3; do
+				sh -c 'while :; do :; done' &
+				pids+=($!)
+			done
+			if [ $load = exec ]; then
+				sh -c 'while :; do /bin/true; done' &
+			else
+				sh -c 'while :; do echo x >/dev/null; done' &
+			fi
+			pids+=($!)
+			sleep 1
+			opts=()
+			[ $mode = bio ] && opts=(--build-id-offset)
+			rm -f top.out top.keys
+			mkfifo top.keys
+			exec 5<>top.keys
+			LINES=40 COLUMNS=300 timeout -s INT "$secs" perf top --stdio -a \
+				-e cpu-clock -d 2 -E 5 "${opts[@]}" <&5 >top.out 2>&1 || true
+			exec 5>&-
+			for p in "${pids[@]}"; do
+				kill "$p" 2>/dev/null || true
+				wait "$p" 2>/dev/null || true
+			done
+			line=$(tr -d '\r' <top.out | grep -a PerfTop | tail -1 || true)
+			echo "$line" | awk -v l=$load -v m=$mode '{
+				irqs = $2; drop = "?"; unres = "-"
+				if (match($0, /drop: [0-9]+\/[0-9]+/)) {
+					drop = substr($0, RSTART + 6, RLENGTH - 6); sub(/.*\//, "", drop)
+				}
+				if (match($0, /unresolved: [0-9]+/))
+					unres = substr($0, RSTART + 12, RLENGTH - 12)
+				printf "| %s | %s | %s | %s | %s |\n", l, m, irqs, drop, unres
+				printf "DATA topload %s %s %s %s %s\n", l, m, irqs, drop, unres >> "data.txt" }'
+		done
+	done
+	echo
+}
+
 echo "===== BEGIN bench"
 # Sections (not indented, to keep them as they were): startup
 if want startup; then
@@ -186,8 +255,10 @@ for n in $ns; do
 		done
 		wall=$(cut -d' ' -f1 runs.txt | median)
 		cpu=$(cut -d' ' -f2 runs.txt | median)
-		echo "| $tasks | $mode | $wall | $cpu |" >>top.txt
-		echo "DATA topstartup $n $tasks $mode $wall $cpu" >>data.txt
+		drop1=$(cut -d' ' -f3 runs.txt | median)
+		drop5=$(cut -d' ' -f4 runs.txt | median)
+		echo "| $tasks | $mode | $wall | $cpu | $drop1 | $drop5 |" >>top.txt
+		echo "DATA topstartup $n $tasks $mode $wall $cpu $drop1 $drop5" >>data.txt
 	done
 	if [ -n "$pid" ]; then
 		kill -TERM "$pid"
@@ -207,8 +278,8 @@ echo "## perf top start-up against the number of tasks"
 echo
 echo "\`perf top --stdio -a -e cpu-clock -d 1\` from its start to its first screen (which comes 1 s after the counters start), median of $reps; bio adds \`--build-id-offset\`, which reads no task's comm or maps in /proc. CPU s: perf top's own, at its first screen."
 echo
-echo "| tasks in the guest | mode | wall s to first screen | CPU s |"
-echo "|---|---|---|---|"
+echo "| tasks in the guest | mode | wall s to first screen | CPU s | samples dropped by the first screen | by the fifth |"
+echo "|---|---|---|---|---|---|"
 cat top.txt
 echo
 awk '$2 == "topstartup" { w[$3 " " $5] = $6; c[$3 " " $5] = $7; if ($3 > m) m = $3 }
@@ -256,6 +327,10 @@ fi
 # churn
 if want churn; then
 churn_section
+fi
+# topload
+if want topload; then
+topload_section
 fi
 echo "===== END bench"
 cat data.txt
