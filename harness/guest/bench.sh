@@ -74,11 +74,20 @@ top_once() {
 	wait "$pid" 2>/dev/null || true
 	exec 5>&-
 	awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN { printf "%.2f %s ", (b - a) / 1e9, c }'
-	tr -d '\r' <top.out | awk '/PerfTop/ && match($0, /drop: [0-9]+\/[0-9]+/) {
-			d = substr($0, RSTART + 6, RLENGTH - 6); sub(/.*\//, "", d)
-			if (++n == 1) first = d
-			if (n <= 5) last = d }
+	top_screens top.out | awk 'NR == 1 { first = $2 } NR <= 5 { last = $2 }
 		END { print first + 0, last + 0 }'
+}
+
+# Of each screen of a perf top output, from its header: "SAMPLES/S
+# DROPPED UNRESOLVED", DROPPED and UNRESOLVED (-: not counted, no
+# --build-id-offset) the totals since the start
+top_screens() {
+	tr -d '\r' <"$1" | awk 'function num(re, skip) {
+			if (!match($0, re)) return "-"
+			v = substr($0, RSTART + skip, RLENGTH - skip); sub(/.*\//, "", v)
+			return v }
+		/PerfTop:/ { print num("PerfTop: *[0-9]+", 8) + 0,
+				   num("drop: [0-9]+/[0-9]+", 6), num("unresolved: [0-9]+", 12) }'
 }
 
 # Wait up to 300 s for a file to have content
@@ -191,16 +200,10 @@ topload_section() {
 				kill "$p" 2>/dev/null || true
 				wait "$p" 2>/dev/null || true
 			done
-			line=$(tr -d '\r' <top.out | grep -a PerfTop | tail -1 || true)
+			line=$(top_screens top.out | tail -1)
 			echo "$line" | awk -v l=$load -v m=$mode '{
-				irqs = $2; drop = "?"; unres = "-"
-				if (match($0, /drop: [0-9]+\/[0-9]+/)) {
-					drop = substr($0, RSTART + 6, RLENGTH - 6); sub(/.*\//, "", drop)
-				}
-				if (match($0, /unresolved: [0-9]+/))
-					unres = substr($0, RSTART + 12, RLENGTH - 12)
-				printf "| %s | %s | %s | %s | %s |\n", l, m, irqs, drop, unres
-				printf "DATA topload %s %s %s %s %s\n", l, m, irqs, drop, unres >> "data.txt" }'
+				printf "| %s | %s | %s | %s | %s |\n", l, m, $1, $2, $3
+				printf "DATA topload %s %s %s %s %s\n", l, m, $1, $2, $3 >> "data.txt" }'
 		done
 	done
 	echo
