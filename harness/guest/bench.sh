@@ -44,6 +44,14 @@ startup_once() {
 	echo "$t" | awk -v b="$(stat -c %s s.data)" '{ print $1, $2 + $3, b }'
 }
 
+# perf top's stdin on fd 5: a FIFO nobody writes to, so that it reads no
+# key; `exec 5>&-` closes it
+top_keys() {
+	rm -f top.keys
+	mkfifo top.keys
+	exec 5<>top.keys
+}
+
 # One `perf top -a` until its first screen (the first refresh comes 1 s
 # after the counters start): its start-up, with the synthesis of every
 # task's comm and maps or without.  Then on to its fifth screen: the
@@ -53,10 +61,8 @@ startup_once() {
 top_once() {
 	local t0 t1 pid cpu tck
 	tck=$(getconf CLK_TCK)
-	rm -f top.out top.keys
-	mkfifo top.keys
-	# stdin: a FIFO nobody writes to, so that perf top reads no key
-	exec 5<>top.keys
+	rm -f top.out
+	top_keys
 	t0=$(date +%s%N)
 	perf top --stdio -a -e cpu-clock -d 1 "$@" <&5 >top.out 2>&1 &
 	pid=$!
@@ -190,9 +196,8 @@ topload_section() {
 			sleep 1
 			opts=()
 			[ $mode = bio ] && opts=(--build-id-offset)
-			rm -f top.out top.keys
-			mkfifo top.keys
-			exec 5<>top.keys
+			rm -f top.out
+			top_keys
 			LINES=40 COLUMNS=300 timeout -s INT "$secs" perf top --stdio -a \
 				-e cpu-clock -d 2 -E 5 "${opts[@]}" <&5 >top.out 2>&1 || true
 			exec 5>&-
