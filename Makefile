@@ -103,7 +103,7 @@ BENCH_KERNEL := $(BUILD)/obj/kernel-nodebug/arch/x86/boot/bzImage
 bench-tools: kernel
 	@mkdir -p $(BUILD)/obj/bench
 	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(KOBJ)/usr/include \
-		-o $(BUILD)/obj/bench/bio_cost harness/bench/bio_cost.c -ldl
+		-o $(BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
 
 bench: build bench-tools
 	@$(MAKE) -s kernel DEBUG=0

@@ -42,7 +42,7 @@ SPLAT = re.compile(TS + r"(?:.*\b(BUG:|WARNING:|Oops|general protection "
                    r"possible circular locking|inconsistent lock state|"
                    r"suspicious RCU usage|detected stalls? on|soft lockup|"
                    r"turning off the locking correctness validator))")
-MARK = re.compile(TS + r"bio-test: (begin|end) (\S+)")
+MARK = re.compile(TS + r"guest-test: (begin|end) (\S+)")
 KTAP_TOP = re.compile(TS + r"(not ok|ok) \d+ (\S+)(.*)$")
 KTAP_CASE = re.compile(TS + r"    (not ok|ok) \d+ (\S+)(.*)$")
 
@@ -135,7 +135,7 @@ def qemu_cmd(acc, run_dir, list_path, mem):
         "console=ttyS0", "root=hostroot", "rootfstype=9p",
         "rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=512000",
         "ro", f"init={REPO}/harness/guest/init", "panic=-1",
-        f"bio_repo={REPO}", f"bio_build={BUILD}", f"bio_list={list_path}",
+        f"harness_repo={REPO}", f"harness_build={BUILD}", f"harness_list={list_path}",
         *APPEND,
     ])
     khz = host_tsc_khz() if acc == "tcg" else None

@@ -57,14 +57,14 @@ def run(results, console):
 def marked(inside_a="", outside=""):
     lines = [KTAP.rstrip("\n")]
     lines += [f"[    2.000000] {b}" for b in BENIGN]
-    lines.append("[    3.000000] bio-test: begin a")
+    lines.append("[    3.000000] guest-test: begin a")
     if inside_a:
         lines.append(f"[    3.500000] {inside_a}")
-    lines.append("[    4.000000] bio-test: end a")
+    lines.append("[    4.000000] guest-test: end a")
     if outside:
         lines.append(f"[    4.500000] {outside}")
-    lines.append("[    5.000000] bio-test: begin b")
-    lines.append("[    6.000000] bio-test: end b")
+    lines.append("[    5.000000] guest-test: begin b")
+    lines.append("[    6.000000] guest-test: end b")
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,7 @@ LOG is what harness/workloads/churn.c wrote: one line per spin,
   PID TID START END PATH BUILD_ID FN_START FN_END FN_OFFSET
 DEFAULT.data is `perf record -a -g --user-callchains -k CLOCK_MONOTONIC
 -e cpu-clock` (synthesis and MMAP2 records), OURS.data the same with
-`--build-id-offset --synth=no`, both recorded at the same time on the same
+`--buildid-offset --synth=no`, both recorded at the same time on the same
 run.
 
 A sample counts when its TID spun at its time (START <= time <= END) and
@@ -20,7 +20,7 @@ where the task returns to.  What perf says:
            (perf's map-relative address, address - start + pgoff: a file
            offset); the build-ID is the one the perf.data header gives
            for that path (`perf buildid-list`), the only one perf has.
-  ours     `perf script -F ...,bioff`: "bioff:BUILD_ID+0xOFFSET" after
+  ours     `perf script -F ...,buildid_off`: "buildid_off:BUILD_ID+0xOFFSET" after
            the address, the build-ID and file offset perf resolved it to.
 A sample is correct if both match, unresolved if perf gave no DSO (or, for
 ours, no build-ID and offset), wrong otherwise.  The table splits objects
@@ -42,14 +42,14 @@ FIELDS = "pid,tid,misc,time,ip,dso,dsoff"
 # A sample: "  PID/TID  MISC SECS.NSECS:" (MISC: K for a sample taken in
 # the kernel, U in user space) and, on the same line without a call
 # chain or on one line per frame with one, "ADDR (DSO+0xOFF)" followed, for
-# ours, by "bioff:BUILD_ID+0xOFF" if resolved; ours end with the cookie,
-# "bioff:0xCOOKIE".
+# ours, by "buildid_off:BUILD_ID+0xOFF" if resolved; ours end with the cookie,
+# "buildid_off:0xCOOKIE".
 HEAD = re.compile(r"^\s*(\d+)/(\d+)\s+([A-Za-z]*)\s+(\d+)\.(\d+):(.*)$")
 FRAME = re.compile(r"^\s*([0-9a-f]+)\s+\((.*?)\)(.*)$")
 USER_END = 1 << 47
 WARNINGS = []
-BIOFF = re.compile(r"bioff:([0-9a-f]{2,})\+0x([0-9a-f]+)")
-COOKIE = re.compile(r"bioff:0x([0-9a-f]+)\s*$")
+BUILDID_OFF = re.compile(r"buildid_off:([0-9a-f]{2,})\+0x([0-9a-f]+)")
+COOKIE = re.compile(r"buildid_off:0x([0-9a-f]+)\s*$")
 DSOFF = re.compile(r"^(.*)\+0x([0-9a-f]+)$")
 
 
@@ -182,7 +182,7 @@ class Tally:
 
 
 def check(mode, perf, data, spins, starts, keep):
-    fields = FIELDS + (",bioff" if mode == "ours" else "")
+    fields = FIELDS + (",buildid_off" if mode == "ours" else "")
     bids = header_build_ids(perf, data) if mode == "default" else None
     tally = Tally()
     total = cookie0 = in_kernel = 0
@@ -201,7 +201,7 @@ def check(mode, perf, data, spins, starts, keep):
         truth = (s.bid, s.fn_off + ip - s.fn_start)
         cls = "replaced in place" if s.replaced else "one path each"
         if mode == "ours":
-            b = BIOFF.search(rest)
+            b = BUILDID_OFF.search(rest)
             got = (b.group(1), int(b.group(2), 16)) if b else None
             if not got and smp.cookie == 0:
                 cookie0 += 1
@@ -260,7 +260,7 @@ def main():
           "unresolved | wrong | share correct | 95% lower bound |")
     print("|---|---|---|---|---|---|---|---|")
     names = {"default": "default (synthesis + MMAP2)",
-             "ours": "--build-id-offset --synth=no"}
+             "ours": "--buildid-offset --synth=no"}
     for mode, tally, total, cookie0, in_kernel in results:
         for cls in ("one path each", "replaced in place", "all"):
             n = tally.n

@@ -12,7 +12,7 @@
 # of a few ms would get few samples) set the churn section's run;
 # BENCH_TOP_SECS (default 15) the length of each perf top run under load.
 set -euo pipefail
-: "${bio_build:?}"
+: "${harness_build:?}"
 ns=${BENCH_NS:-0,500,1000,2000,4000}
 ns=${ns//,/ }
 reps=${BENCH_REPS:-3}
@@ -27,10 +27,10 @@ want() { [ -z "${BENCH_ONLY:-}" ] || [[ ",$BENCH_ONLY," == *",$1,"* ]]; }
 
 # Local copies: 9p lookups are slow in the guest
 if want cost; then
-cp "$bio_build"/obj/bench/bio_cost "$bio_build"/obj/selftests/perf_events/libbio_dl.so "$w"/
+cp "$harness_build"/obj/bench/build_id_offset_cost "$harness_build"/obj/selftests/perf_events/libbido_dl.so "$w"/
 fi
 if want startup; then
-cp -r "$bio_build"/obj/workloads/population "$bio_build"/obj/workloads/pop "$w"/
+cp -r "$harness_build"/obj/workloads/population "$harness_build"/obj/workloads/pop "$w"/
 fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -86,7 +86,7 @@ top_once() {
 
 # Of each screen of a perf top output, from its header: "SAMPLES/S
 # DROPPED UNRESOLVED", DROPPED and UNRESOLVED (-: not counted, no
-# --build-id-offset) the totals since the start
+# --buildid-offset) the totals since the start
 top_screens() {
 	tr -d '\r' <"$1" | awk 'function num(re, skip) {
 			if (!match($0, re)) return "-"
@@ -117,8 +117,8 @@ churn_section() {
 	local -A perf_pid
 	rm -rf "$d"
 	mkdir -p "$d/lib"
-	cp "$bio_build"/obj/workloads/churn/churn "$d"/
-	cp "$bio_build"/obj/workloads/churn/libchurn*.so "$d/lib"/
+	cp "$harness_build"/obj/workloads/churn/churn "$d"/
+	cp "$harness_build"/obj/workloads/churn/libchurn*.so "$d/lib"/
 	"$d/churn" -p -t "$secs" -m "$ms" "$d/lib" "$d/log" \
 		>"$d/churn.out" 2>"$d/churn.err" &
 	cpid=$!
@@ -127,7 +127,7 @@ churn_section() {
 	# killed at the end of the run
 	for m in default ours; do
 		opts=()
-		[ $m = ours ] && opts=(--build-id-offset --synth=no)
+		[ $m = ours ] && opts=(--buildid-offset --synth=no)
 		perf record -a -g --user-callchains -k CLOCK_MONOTONIC \
 			-e cpu-clock -F "$freq" \
 			"${opts[@]}" -o "$d/$m.data" -- \
@@ -147,7 +147,7 @@ churn_section() {
 	done
 	echo "## Resolution under churn"
 	echo
-	echo "\`harness/workloads/churn\` for $secs s: four workers, there with an object mapped when perf starts, fork, exec, dlopen, dlclose, mmap and munmap 16 objects with distinct build-IDs, from a path of their own or from one of four more paths, over which a copy of one of them is renamed every 200 ms; spins last $ms ms on average. Two \`perf record -a -g --user-callchains -k CLOCK_MONOTONIC -e cpu-clock -F $freq\`, one of them with \`--build-id-offset --synth=no\`, record it at the same time, from before its start to its end. A sample counts when the workload logged its thread spinning in \`churn_spin()\` at the sample's time and its user IP (the IP, or for a sample taken in the kernel the first user address of its call chain) is in that function."
+	echo "\`harness/workloads/churn\` for $secs s: four workers, there with an object mapped when perf starts, fork, exec, dlopen, dlclose, mmap and munmap 16 objects with distinct build-IDs, from a path of their own or from one of four more paths, over which a copy of one of them is renamed every 200 ms; spins last $ms ms on average. Two \`perf record -a -g --user-callchains -k CLOCK_MONOTONIC -e cpu-clock -F $freq\`, one of them with \`--buildid-offset --synth=no\`, record it at the same time, from before its start to its end. A sample counts when the workload logged its thread spinning in \`churn_spin()\` at the sample's time and its user IP (the IP, or for a sample taken in the kernel the first user address of its call chain) is in that function."
 	echo
 	for m in churn default ours; do
 		sed "s/^/    $m: /" "$d/$m.err"
@@ -159,7 +159,7 @@ churn_section() {
 		return 1
 	fi
 	t3=$SECONDS
-	python3 "$bio_repo/harness/bench/churn_check.py" \
+	python3 "$harness_repo/harness/bench/churn_check.py" \
 		"$d/log" "$d/default.data" "$d/ours.data"
 	echo "perf.data bytes: default $(stat -c %s "$d/default.data"), ours $(stat -c %s "$d/ours.data"). The section took $((SECONDS - t0)) s: $((t1 - t0)) s to start, $((t2 - t1)) s of churn, $((t3 - t2)) s for perf record to finish, $((SECONDS - t3)) s of analysis."
 	echo
@@ -170,7 +170,7 @@ churn_section() {
 # exec()s /bin/true (exec).  From its last screen after BENCH_TOP_SECS
 # (15) s: samples per second, the samples it dropped since the start for
 # being more than its delay (2 s) behind the newest, and those it showed
-# with no user address resolved (--build-id-offset).
+# with no user address resolved (--buildid-offset).
 topload_section() {
 	local secs=${BENCH_TOP_SECS:-15} load mode line p
 	local -a opts pids
@@ -181,7 +181,7 @@ topload_section() {
 	echo "| load | mode | samples/s | dropped | unresolved |"
 	echo "|---|---|---|---|---|"
 	for load in spin exec; do
-		for mode in default bio; do
+		for mode in default buildid-offset; do
 			pids=()
 			for _ in 1 2 3; do
 				sh -c 'while :; do :; done' &
@@ -195,7 +195,7 @@ topload_section() {
 			pids+=($!)
 			sleep 1
 			opts=()
-			[ $mode = bio ] && opts=(--build-id-offset)
+			[ $mode = buildid-offset ] && opts=(--buildid-offset)
 			rm -f top.out
 			top_keys
 			LINES=40 COLUMNS=300 timeout -s INT "$secs" perf top --stdio -a \
@@ -219,7 +219,7 @@ echo "===== BEGIN bench"
 if want startup; then
 echo "## Start-up against the number of tasks"
 echo
-echo "\`perf record -a -e cpu-clock -- true\`, median of $reps; each task of the population is idle and maps 30 small shared objects (about 170 mappings). bio: \`--build-id-offset --synth=no\`; bio-task: \`--build-id-offset --synth=task\`, which reads every task's comm (not its maps) at start."
+echo "\`perf record -a -e cpu-clock -- true\`, median of $reps; each task of the population is idle and maps 30 small shared objects (about 170 mappings). buildid-offset: \`--buildid-offset --synth=no\`; buildid-offset-task: \`--buildid-offset --synth=task\`, which reads every task's comm (not its maps) at start."
 echo
 : >top.txt
 echo "| tasks in the guest | mode | wall s | CPU s | perf.data bytes |"
@@ -236,13 +236,13 @@ for n in $ns; do
 		grep -q ready pop.out || { echo "population $n: not ready"; exit 1; }
 	fi
 	tasks=$(ls /proc | grep -c '^[0-9]')
-	# bio-task: with the comm of every task read at start
+	# buildid-offset-task: with the comm of every task read at start
 	# (--synth=task), the alternative to comms read at first sample
-	for mode in default bio bio-task; do
+	for mode in default buildid-offset buildid-offset-task; do
 		case $mode in
 		default) opts=() ;;
-		bio) opts=(--build-id-offset --synth=no) ;;
-		bio-task) opts=(--build-id-offset --synth=task) ;;
+		buildid-offset) opts=(--buildid-offset --synth=no) ;;
+		buildid-offset-task) opts=(--buildid-offset --synth=task) ;;
 		esac
 		: >runs.txt
 		for _ in $(seq "$reps"); do
@@ -254,9 +254,9 @@ for n in $ns; do
 		echo "| $tasks | $mode | $wall | $cpu | $bytes |"
 		echo "DATA startup $n $tasks $mode $wall $cpu $bytes" >>data.txt
 	done
-	for mode in default bio; do
+	for mode in default buildid-offset; do
 		opts=()
-		[ $mode = bio ] && opts=(--build-id-offset)
+		[ $mode = buildid-offset ] && opts=(--buildid-offset)
 		: >runs.txt
 		for _ in $(seq "$reps"); do
 			top_once "${opts[@]}" >>runs.txt
@@ -275,43 +275,43 @@ for n in $ns; do
 done
 echo
 awk '$2 == "startup" { c[$3 " " $5] = $7; b[$3 " " $5] = $8; if ($3 > m) m = $3 }
-     END { if (c[m " bio"] > 0 && b[m " bio"] > 0)
+     END { if (c[m " buildid-offset"] > 0 && b[m " buildid-offset"] > 0)
 		printf "At the largest population (%d): default/ours CPU %.1fx, perf.data %.1fx.\n",
-		       m, c[m " default"] / c[m " bio"], b[m " default"] / b[m " bio"]
-	    if (c[m " bio"] > 0 && b[m " bio"] > 0 && c[m " bio-task"] > 0)
+		       m, c[m " default"] / c[m " buildid-offset"], b[m " default"] / b[m " buildid-offset"]
+	    if (c[m " buildid-offset"] > 0 && b[m " buildid-offset"] > 0 && c[m " buildid-offset-task"] > 0)
 		printf "--synth=task against --synth=no there: CPU %.1fx, perf.data %.1fx.\n",
-		       c[m " bio-task"] / c[m " bio"], b[m " bio-task"] / b[m " bio"] }' data.txt
+		       c[m " buildid-offset-task"] / c[m " buildid-offset"], b[m " buildid-offset-task"] / b[m " buildid-offset"] }' data.txt
 echo
 echo "## perf top start-up against the number of tasks"
 echo
-echo "\`perf top --stdio -a -e cpu-clock -d 1\` from its start to its first screen (which comes 1 s after the counters start), median of $reps; bio adds \`--build-id-offset\`, which reads no task's comm or maps in /proc. CPU s: perf top's own, at its first screen."
+echo "\`perf top --stdio -a -e cpu-clock -d 1\` from its start to its first screen (which comes 1 s after the counters start), median of $reps; buildid-offset adds \`--buildid-offset\`, which reads no task's comm or maps in /proc. CPU s: perf top's own, at its first screen."
 echo
 echo "| tasks in the guest | mode | wall s to first screen | CPU s | samples dropped by the first screen | by the fifth |"
 echo "|---|---|---|---|---|---|"
 cat top.txt
 echo
 awk '$2 == "topstartup" { w[$3 " " $5] = $6; c[$3 " " $5] = $7; if ($3 > m) m = $3 }
-     END { if (w[m " bio"] > 0 && c[m " bio"] > 0)
+     END { if (w[m " buildid-offset"] > 0 && c[m " buildid-offset"] > 0)
 		printf "At the largest population (%d): default/ours wall %.1fx, CPU %.1fx.\n",
-		       m, w[m " default"] / w[m " bio"], c[m " default"] / c[m " bio"] }' data.txt
+		       m, w[m " default"] / w[m " buildid-offset"], c[m " default"] / c[m " buildid-offset"] }' data.txt
 echo
 fi
 # cost
 if want cost; then
-echo "## Per-sample cost (bio_cost)"
+echo "## Per-sample cost (build_id_offset_cost)"
 echo
 echo "cpu-clock every ${BENCH_PERIOD:-100000} ns; a child does fixed work while the parent drains the ring buffer."
 echo
-./bio_cost -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbio_dl.so
+./build_id_offset_cost -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbido_dl.so
 echo
 echo "## Overhead against the sampling frequency"
 echo
-echo "The warm workload of bio_cost, median of ${BENCH_REPS:-5} runs per point (plot: overhead.png)."
+echo "The warm workload of build_id_offset_cost, median of ${BENCH_REPS:-5} runs per point (plot: overhead.png)."
 echo
-echo "| samples/s | -g | -g --build-id-offset | reuse off |"
+echo "| samples/s | -g | -g --buildid-offset | reuse off |"
 echo "|---|---|---|---|"
 for p in ${BENCH_PERIODS:-1000000 400000 200000 100000 50000}; do
-	./bio_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbio_dl.so | tee -a data.txt |
+	./build_id_offset_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbido_dl.so | tee -a data.txt |
 		awk '{ printf "| %s | %+.1f%% | %+.1f%% | %+.1f%% |\n", $3, $4, $5, $6 }'
 done
 echo
@@ -321,10 +321,10 @@ echo "\`perf record -g -e cpu-clock -c 100000\` of \`multilib 2\` (a program and
 echo
 echo "| mode | samples | perf.data bytes | bytes/sample |"
 echo "|---|---|---|---|"
-cp "$bio_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
-for mode in default bio; do
+cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
+for mode in default buildid-offset; do
 	opts=()
-	[ $mode = bio ] && opts=(--build-id-offset --synth=no)
+	[ $mode = buildid-offset ] && opts=(--buildid-offset --synth=no)
 	perf record -q -g -e cpu-clock -c 100000 "${opts[@]}" -o b.data -- ./multilib 2 >/dev/null 2>&1
 	n=$(perf report -i b.data --stats 2>/dev/null | awk '/ SAMPLE events:/ { print $3; exit }')
 	b=$(stat -c %s b.data)

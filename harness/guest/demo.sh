@@ -1,14 +1,14 @@
 #!/bin/bash
 # `make demo`, inside the guest: profile the multi-library workload with
 # `perf record -g` twice, the default way (start-up synthesis of every
-# task's mappings from /proc) and with `--build-id-offset --synth=no`
+# task's mappings from /proc) and with `--buildid-offset --synth=no`
 # (no /proc walk: samples resolve through the kernel's build-ID + offset
 # records), and show start-up time, perf.data size and the two reports.
 set -euo pipefail
 w=/tmp/demo
 mkdir -p "$w"
 # Keep the workload local (tmpfs): 9p lookups are slow in the guest.
-cp "$bio_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
+cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
 cd "$w"
 
 # Time from perf's start to its first sample: perf record -a of a
@@ -25,13 +25,13 @@ startup() {
 
 echo "# start-up, perf record -a -- true, $(ls /proc | grep -c '^[0-9]') tasks:"
 echo "#   default:                          $(startup)"
-echo "#   --build-id-offset --synth=no:     $(startup --build-id-offset --synth=no)"
+echo "#   --buildid-offset --synth=no:     $(startup --buildid-offset --synth=no)"
 
-for mode in default bio; do
+for mode in default buildid-offset; do
 	if [ $mode = default ]; then
 		opts=() label="perf record -g"
 	else
-		opts=(--build-id-offset --synth=no) label="perf record -g --build-id-offset --synth=no"
+		opts=(--buildid-offset --synth=no) label="perf record -g --buildid-offset --synth=no"
 	fi
 	echo
 	echo "# $label -e cpu-clock -- ./multilib 2"

@@ -4,7 +4,7 @@
 # what harness/tests/20-perf-test.list runs (see the comments there).
 tmo=${1:-120}
 mkdir -p /tmp/perf-test
-ln -sfn "$bio_build/src/linux/tools/perf/tests" /tmp/perf-test/tests
+ln -sfn "$harness_build/src/linux/tools/perf/tests" /tmp/perf-test/tests
 cd /tmp/perf-test
 perf test list 2>&1 | grep -E '^ *[0-9]+: ' | while IFS= read -r line; do
 	num=${line%%:*}; num=${num// /}

@@ -5,7 +5,7 @@
 #   stress.sh PART SECONDS      PART: kmemleak-clear | perf | fuzz | trinity | kmemleak
 #
 # perf: stress-ng fork/exec/mmap/mremap churn while `perf record -a -g
-# --build-id-offset --synth=no` samples every CPU at a high rate.  Every
+# --buildid-offset --synth=no` samples every CPU at a high rate.  Every
 # record the kernel wrote (debugfs: written) must be in perf.data, and
 # every one that did not fit (no_room) counted in a PERF_RECORD_LOST.
 # Samples whose record never came are counted by perf (BUILD_ID_OFFSET
@@ -36,7 +36,7 @@ perf)
 		--mremap-bytes 16M --timeout "${secs}s" --metrics-brief \
 		>stress-ng.out 2>&1 &
 	sng=$!
-	perf record -q -a -g -e cpu-clock -F 2000 --build-id-offset \
+	perf record -q -a -g -e cpu-clock -F 2000 --buildid-offset \
 		--synth=no -o s.data -- sleep "$secs" 2>perf.err
 	rc=$?
 	wait $sng
@@ -66,8 +66,8 @@ perf)
 	fi
 	;;
 fuzz)
-	BIO_FUZZ_ITERS=$((secs * 2)) \
-		"$bio_build"/obj/selftests/perf_events/build_id_offset_robust -t fuzz
+	BIDO_FUZZ_ITERS=$((secs * 2)) \
+		"$harness_build"/obj/selftests/perf_events/build_id_offset_robust -t fuzz
 	exit $?
 	;;
 trinity)

@@ -5,9 +5,9 @@
 struct super_block;
 
 #ifdef CONFIG_PERF_BUILD_ID_OFFSET
-void perf_bio_forget_sb(struct super_block *sb);
+void perf_bido_forget_sb(struct super_block *sb);
 #else
-static inline void perf_bio_forget_sb(struct super_block *sb) { }
+static inline void perf_bido_forget_sb(struct super_block *sb) { }
 #endif
 
 #endif /* _LINUX_PERF_BUILD_ID_OFFSET_H */

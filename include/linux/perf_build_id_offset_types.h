@@ -4,10 +4,10 @@
 
 #include <linux/types.h>
 
-struct perf_bio_stash;
+struct perf_bido_stash;
 
 /**
- * struct perf_bio_task - per-task state of PERF_SAMPLE_BUILD_ID_OFFSET
+ * struct perf_bido_task - per-task state of PERF_SAMPLE_BUILD_ID_OFFSET
  * @cookie:	deferred unwind cookie of the last sample that asked for a
  *		record; written in sampling context (NMI included) on
  *		current only
@@ -32,14 +32,14 @@ struct perf_bio_stash;
  * own CPU, touch this, so nothing here needs a lock; the one exception is
  * @trim_queued, which the sweep sets with cmpxchg() from a workqueue.
  */
-struct perf_bio_task {
+struct perf_bido_task {
 	u64			cookie;
 	u64			exec_id;
 	unsigned long		entry_ip;
 	unsigned int		entry_seq;
 	u64			done;
 	u64			missed;
-	struct perf_bio_stash	*stash;
+	struct perf_bido_stash	*stash;
 	struct callback_head	trim;
 	unsigned long		trim_queued;
 };

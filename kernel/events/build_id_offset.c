@@ -16,7 +16,7 @@
  *
  * - Before the task returns to user space (or while it exits), in its own
  *   context where faults and sleeping are fine, the framework calls
- *   perf_bio_unwind_callback() once for the kernel entry.  It takes the
+ *   perf_bido_unwind_callback() once for the kernel entry.  It takes the
  *   user IP and callchain from the framework's cached unwind of the entry
  *   plus the stashed branch addresses, looks up the VMAs that cover them
  *   under mmap_lock, takes a reference on their files, drops the lock and
@@ -30,17 +30,17 @@
  * perf_iterate_sb(): the defer_output events of the task's context and
  * the side-band events of the CPU it runs on.  An event closed or unmapped
  * in between is simply not found, so there is nothing to pin, to cancel
- * or to wait for.  The per-task state (task_struct::perf_bio) is touched
+ * or to wait for.  The per-task state (task_struct::perf_bido) is touched
  * only by the task and by interrupts on its own CPU while it runs.
  *
  * Build-IDs are cached by file identity and version so that the steady
- * state costs a lookup, not an ELF parse; see perf_bio_key_init() for when
+ * state costs a lookup, not an ELF parse; see perf_bido_key_init() for when
  * an entry stops matching.
  *
  * Most samples need no record of their own: a task keeps the maps of its
  * last record, and a later sample whose user addresses they all cover
  * while the address space has not changed names that record instead of
- * asking for deferred work (perf_bio_reuse()).  That keeps the steady
+ * asking for deferred work (perf_bido_reuse()).  That keeps the steady
  * state close to the cost of the sample alone.
  */
 
@@ -86,59 +86,59 @@
  * feature (x86).  Timing costs two local_clock() calls on each side and
  * is off until perf_build_id_offset/timing is set to 1.
  */
-struct perf_bio_stats {
+struct perf_bido_stats {
 	u64	samples;	/* samples given a cookie */
-	u64	sample_ns;	/* in perf_bio_prepare_sample(), when timed */
+	u64	sample_ns;	/* in perf_bido_prepare_sample(), when timed */
 	u64	records;	/* records built, each written to every receiver */
 	u64	record_ns;	/* in the unwind callback, when timed */
 	u64	maps;		/* maps[] entries of those records */
 	u64	cache_hits;	/* build-IDs found in the cache */
 	u64	parses;		/* build-IDs read from the file */
-	u64	truncated;	/* records with PERF_BIO_F_TRUNCATED */
-	u64	mm_changed;	/* records with PERF_BIO_F_MM_CHANGED */
-	u64	maps_changed;	/* records with PERF_BIO_F_MAPS_CHANGED */
+	u64	truncated;	/* records with PERF_BUILD_ID_OFFSET_F_TRUNCATED */
+	u64	mm_changed;	/* records with PERF_BUILD_ID_OFFSET_F_MM_CHANGED */
+	u64	maps_changed;	/* records with PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED */
 	u64	reused;		/* samples that named an earlier record */
 	u64	written;	/* copies of records written to a ring buffer */
 	u64	no_room;	/* copies that did not fit (counted lost there) */
 	u64	late;		/* samples after a record of other registers */
 };
 
-static DEFINE_PER_CPU(struct perf_bio_stats, perf_bio_stats);
+static DEFINE_PER_CPU(struct perf_bido_stats, perf_bido_stats);
 
 /* Stashes allocated and not yet freed, for debugfs */
-static atomic_long_t perf_bio_nr_stashes;
-static DEFINE_STATIC_KEY_FALSE(perf_bio_timed);
+static atomic_long_t perf_bido_nr_stashes;
+static DEFINE_STATIC_KEY_FALSE(perf_bido_timed);
 
-#define perf_bio_count(field, n)	this_cpu_add(perf_bio_stats.field, (n))
+#define perf_bido_count(field, n)	this_cpu_add(perf_bido_stats.field, (n))
 
-static u64 perf_bio_clock(void)
+static u64 perf_bido_clock(void)
 {
-	return static_branch_unlikely(&perf_bio_timed) ? local_clock() : 0;
+	return static_branch_unlikely(&perf_bido_timed) ? local_clock() : 0;
 }
 
-#define perf_bio_count_time(field, start) do {				\
+#define perf_bido_count_time(field, start) do {				\
 	u64 __start = (start);						\
 									\
 	if (__start)							\
-		this_cpu_add(perf_bio_stats.field, local_clock() - __start); \
+		this_cpu_add(perf_bido_stats.field, local_clock() - __start); \
 } while (0)
 
-static_assert(sizeof(struct perf_bio_map) == 48);
-static_assert(sizeof(struct perf_bio_record) == 32);
-static_assert(PERF_BIO_MAX_MAPS * sizeof(struct perf_bio_map) +
-	      sizeof(struct perf_bio_record) + 64 < U16_MAX);
+static_assert(sizeof(struct perf_bido_map) == 48);
+static_assert(sizeof(struct perf_bido_record) == 32);
+static_assert(PERF_BIDO_MAX_MAPS * sizeof(struct perf_bido_map) +
+	      sizeof(struct perf_bido_record) + 64 < U16_MAX);
 
 /* The one user of deferred unwinding for all perf events */
-static struct unwind_work perf_bio_unwind_work;
+static struct unwind_work perf_bido_unwind_work;
 
 /*
  * Reuse of a task's last record by its later samples: on unless debugfs
  * perf_build_id_offset/reuse is set to 0 (to measure what it saves).
  */
-static DEFINE_STATIC_KEY_TRUE(perf_bio_reuse_on);
+static DEFINE_STATIC_KEY_TRUE(perf_bido_reuse_on);
 
 /* Moves when a receiver starts: it has not seen the records before */
-static atomic_long_t perf_bio_gen;
+static atomic_long_t perf_bido_gen;
 
 /*
  * How long a table is reused before its VMAs are looked up and its
@@ -147,26 +147,26 @@ static atomic_long_t perf_bio_gen;
  * build-ID, and how long a receiver that attached its buffer late sees
  * samples naming a record it did not get.
  */
-#define PERF_BIO_REUSE_NS	(20 * NSEC_PER_MSEC)
+#define PERF_BIDO_REUSE_NS	(20 * NSEC_PER_MSEC)
 
 /**
- * perf_bio_receivers_changed - a defer_output event was created or enabled
+ * perf_bido_receivers_changed - a defer_output event was created or enabled
  *
  * Records written before did not reach it, so no sample may name them
  * from now on.
  *
  * Context: any.
  */
-void perf_bio_receivers_changed(void)
+void perf_bido_receivers_changed(void)
 {
-	atomic_long_inc(&perf_bio_gen);
+	atomic_long_inc(&perf_bido_gen);
 }
 
 /*
  * The perf_event cgroup of current: receivers that filter by cgroup see a
  * record only while the task is in theirs.  Compared, never dereferenced.
  */
-static const void *perf_bio_cgroup(void)
+static const void *perf_bido_cgroup(void)
 {
 #ifdef CONFIG_CGROUP_PERF
 	return task_css_check(current, perf_event_cgrp_id, true);
@@ -180,7 +180,7 @@ static const void *perf_bio_cgroup(void)
  * every change to a VMA needs.  Without per-VMA locks there is no such
  * count, and no reuse.
  */
-static bool perf_bio_mm_seq(struct mm_struct *mm, unsigned int *seq)
+static bool perf_bido_mm_seq(struct mm_struct *mm, unsigned int *seq)
 {
 #ifdef CONFIG_PER_VMA_LOCK
 	*seq = raw_read_seqcount(&mm->mm_lock_seq);
@@ -192,8 +192,8 @@ static bool perf_bio_mm_seq(struct mm_struct *mm, unsigned int *seq)
 
 /* ---- Sampling side: any context, NMI included ---- */
 
-static void perf_bio_stash_addr(struct perf_bio_stash *stash, u64 cookie,
-				unsigned long addr)
+static void perf_bido_stash_addr(struct perf_bido_stash *stash, u64 cookie,
+				 unsigned long addr)
 {
 	long idx;
 
@@ -209,7 +209,7 @@ static void perf_bio_stash_addr(struct perf_bio_stash *stash, u64 cookie,
 	idx = local_inc_return(&stash->nr) - 1;
 	if (!idx)
 		WRITE_ONCE(stash->cookie, cookie);
-	if (idx < PERF_BIO_STASH_ENTRIES)
+	if (idx < PERF_BIDO_STASH_ENTRIES)
 		WRITE_ONCE(stash->addrs[idx], addr);
 }
 
@@ -218,11 +218,11 @@ static void perf_bio_stash_addr(struct perf_bio_stash *stash, u64 cookie,
  * on its own for the record of entry @cookie: @ip (0 for none) and the
  * from/to addresses of @bs (NULL for none).
  */
-VISIBLE_IF_KUNIT void perf_bio_stash_sample(struct perf_bio_task *bt,
-					    u64 cookie, unsigned long ip,
-					    const struct perf_branch_stack *bs)
+VISIBLE_IF_KUNIT void perf_bido_stash_sample(struct perf_bido_task *bt,
+					     u64 cookie, unsigned long ip,
+					     const struct perf_branch_stack *bs)
 {
-	struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+	struct perf_bido_stash *stash = READ_ONCE(bt->stash);
 	u64 i;
 
 	/* The record of this entry is built already: too late */
@@ -235,16 +235,16 @@ VISIBLE_IF_KUNIT void perf_bio_stash_sample(struct perf_bio_task *bt,
 		return;
 	}
 
-	perf_bio_stash_addr(stash, cookie, ip);
+	perf_bido_stash_addr(stash, cookie, ip);
 	for (i = 0; bs && i < bs->nr; i++) {
-		perf_bio_stash_addr(stash, cookie, bs->entries[i].from);
-		perf_bio_stash_addr(stash, cookie, bs->entries[i].to);
+		perf_bido_stash_addr(stash, cookie, bs->entries[i].from);
+		perf_bido_stash_addr(stash, cookie, bs->entries[i].to);
 	}
 }
 
 /* Is @addr in one of the maps of @tab? */
-VISIBLE_IF_KUNIT bool perf_bio_table_covers(const struct perf_bio_table *tab,
-					    unsigned long addr)
+VISIBLE_IF_KUNIT bool perf_bido_table_covers(const struct perf_bido_table *tab,
+					     unsigned long addr)
 {
 	unsigned int lo = 0, hi = tab->nr;
 
@@ -262,8 +262,8 @@ VISIBLE_IF_KUNIT bool perf_bio_table_covers(const struct perf_bio_table *tab,
 }
 
 /* The user entries of a sample's callchain, after PERF_CONTEXT_USER */
-static bool perf_bio_covers_callchain(const struct perf_bio_table *tab,
-				      const struct perf_callchain_entry *cc)
+static bool perf_bido_covers_callchain(const struct perf_bido_table *tab,
+				       const struct perf_callchain_entry *cc)
 {
 	bool user = false;
 	u64 i;
@@ -277,23 +277,23 @@ static bool perf_bio_covers_callchain(const struct perf_bio_table *tab,
 		}
 		/* What the deferred work would drop, it need not cover */
 		if (user && ip && ip < TASK_SIZE &&
-		    !perf_bio_table_covers(tab, ip))
+		    !perf_bido_table_covers(tab, ip))
 			return false;
 	}
 	return true;
 }
 
-static bool perf_bio_covers_branches(const struct perf_bio_table *tab,
-				     const struct perf_branch_stack *bs)
+static bool perf_bido_covers_branches(const struct perf_bido_table *tab,
+				      const struct perf_branch_stack *bs)
 {
 	u64 i;
 
 	for (i = 0; i < bs->nr; i++) {
 		u64 from = bs->entries[i].from, to = bs->entries[i].to;
 
-		if (from && from < TASK_SIZE && !perf_bio_table_covers(tab, from))
+		if (from && from < TASK_SIZE && !perf_bido_table_covers(tab, from))
 			return false;
-		if (to && to < TASK_SIZE && !perf_bio_table_covers(tab, to))
+		if (to && to < TASK_SIZE && !perf_bido_table_covers(tab, to))
 			return false;
 	}
 	return true;
@@ -304,8 +304,8 @@ static bool perf_bio_covers_branches(const struct perf_bio_table *tab,
  * space and program, no receiver started since (@gen), not expired?  Not
  * checked here: mm_lock_seq, which the caller compares.
  */
-static bool perf_bio_table_fresh(const struct perf_bio_table *tab,
-				 unsigned long gen)
+static bool perf_bido_table_fresh(const struct perf_bido_table *tab,
+				  unsigned long gen)
 {
 	return tab->mm == current->mm &&
 	       tab->exec_id == READ_ONCE(current->self_exec_id) &&
@@ -322,17 +322,17 @@ static bool perf_bio_table_fresh(const struct perf_bio_table *tab,
  * IP, the user callchain and the user branch addresses.  Reads only
  * current's own state: NMI-safe.
  */
-static u64 perf_bio_reuse(struct perf_bio_task *bt,
-			  struct perf_sample_data *data,
-			  struct perf_event *event, struct pt_regs *regs)
+static u64 perf_bido_reuse(struct perf_bido_task *bt,
+			   struct perf_sample_data *data,
+			   struct perf_event *event, struct pt_regs *regs)
 {
-	struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+	struct perf_bido_stash *stash = READ_ONCE(bt->stash);
 	struct mm_struct *mm = current->mm;
-	const struct perf_bio_table *tab;
+	const struct perf_bido_table *tab;
 	unsigned int seq;
 	u64 cookie;
 
-	if (!static_branch_likely(&perf_bio_reuse_on) || !stash)
+	if (!static_branch_likely(&perf_bido_reuse_on) || !stash)
 		return 0;
 	tab = &stash->table;
 
@@ -346,8 +346,8 @@ static u64 perf_bio_reuse(struct perf_bio_task *bt,
 		return 0;
 	barrier();
 
-	if (!perf_bio_table_fresh(tab, atomic_long_read(&perf_bio_gen)) ||
-	    !perf_bio_mm_seq(mm, &seq) || seq != tab->mm_seq)
+	if (!perf_bido_table_fresh(tab, atomic_long_read(&perf_bido_gen)) ||
+	    !perf_bido_mm_seq(mm, &seq) || seq != tab->mm_seq)
 		return 0;
 
 	/*
@@ -355,49 +355,49 @@ static u64 perf_bio_reuse(struct perf_bio_task *bt,
 	 * written in, and only those: per-CPU events of another CPU (perf
 	 * record -C) or of another cgroup may not have it.
 	 */
-	if (tab->cpu != smp_processor_id() || tab->cgrp != perf_bio_cgroup())
+	if (tab->cpu != smp_processor_id() || tab->cgrp != perf_bido_cgroup())
 		return 0;
 
-	if (!perf_bio_table_covers(tab, instruction_pointer(task_pt_regs(current))))
+	if (!perf_bido_table_covers(tab, instruction_pointer(task_pt_regs(current))))
 		return 0;
 	if (user_mode(regs) &&
-	    !perf_bio_table_covers(tab, instruction_pointer(regs)))
+	    !perf_bido_table_covers(tab, instruction_pointer(regs)))
 		return 0;
 	if ((data->sample_flags & PERF_SAMPLE_CALLCHAIN) && data->callchain &&
-	    !perf_bio_covers_callchain(tab, data->callchain))
+	    !perf_bido_covers_callchain(tab, data->callchain))
 		return 0;
 	if (has_branch_stack(event) && data->br_stack &&
-	    !perf_bio_covers_branches(tab, data->br_stack))
+	    !perf_bido_covers_branches(tab, data->br_stack))
 		return 0;
 	return cookie;
 }
 
 /**
- * perf_bio_prepare_sample - the sampling side of PERF_SAMPLE_BUILD_ID_OFFSET
+ * perf_bido_prepare_sample - the sampling side of PERF_SAMPLE_BUILD_ID_OFFSET
  * @data: the sample; gets the cookie in @data->defer_cookie
  * @event: the event that samples
  * @regs: the registers of the sample
  *
  * Names the task's last record when it covers the sample (see
- * perf_bio_reuse()).  Otherwise asks for the deferred work of the current
+ * perf_bido_reuse()).  Otherwise asks for the deferred work of the current
  * kernel entry and keeps the user addresses of the sample that the
  * deferred work will not see in the task's own registers and stack: a
  * precise IP and the branch stack.  The user IP at which the entry left
  * user space is noted too, in case the registers change before the work
- * runs (see perf_bio_unwind_callback()).  The cookie is 0 when no record
+ * runs (see perf_bido_unwind_callback()).  The cookie is 0 when no record
  * will cover the sample: for another task than current (as for user
  * callchains), kernel threads, io workers, exiting tasks, tasks without
  * user registers.
  *
  * Context: any, NMI included; current is the sampled task.
  */
-void perf_bio_prepare_sample(struct perf_sample_data *data,
-			     struct perf_event *event, struct pt_regs *regs)
+void perf_bido_prepare_sample(struct perf_sample_data *data,
+			      struct perf_event *event, struct pt_regs *regs)
 {
 	struct task_struct *task = event->ctx->task;
-	struct perf_bio_task *bt = &current->perf_bio;
+	struct perf_bido_task *bt = &current->perf_bido;
 	const struct perf_branch_stack *bs = NULL;
-	u64 start = perf_bio_clock();
+	u64 start = perf_bido_clock();
 	unsigned long ip = 0;
 	u64 cookie;
 
@@ -406,16 +406,16 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	if ((task && task != current) || !current->mm)
 		return;
 
-	cookie = perf_bio_reuse(bt, data, event, regs);
+	cookie = perf_bido_reuse(bt, data, event, regs);
 	if (cookie) {
 		data->defer_cookie = cookie;
-		perf_bio_count(samples, 1);
-		perf_bio_count(reused, 1);
-		perf_bio_count_time(sample_ns, start);
+		perf_bido_count(samples, 1);
+		perf_bido_count(reused, 1);
+		perf_bido_count_time(sample_ns, start);
 		return;
 	}
 
-	if (unwind_deferred_request(&perf_bio_unwind_work, &cookie) < 0)
+	if (unwind_deferred_request(&perf_bido_unwind_work, &cookie) < 0)
 		return;
 
 	/*
@@ -426,11 +426,11 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	 * record does not cover it.
 	 */
 	if (READ_ONCE(bt->done) == cookie) {
-		struct perf_bio_stash *stash = READ_ONCE(bt->stash);
+		struct perf_bido_stash *stash = READ_ONCE(bt->stash);
 
 		if (stash && READ_ONCE(stash->done_ip) !=
 			     instruction_pointer(task_pt_regs(current))) {
-			perf_bio_count(late, 1);
+			perf_bido_count(late, 1);
 			return;
 		}
 	}
@@ -446,7 +446,7 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	if (READ_ONCE(bt->cookie) != cookie) {
 		unsigned int seq = 0;
 
-		perf_bio_mm_seq(current->mm, &seq);
+		perf_bido_mm_seq(current->mm, &seq);
 		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
 		WRITE_ONCE(bt->entry_ip,
 			   instruction_pointer(task_pt_regs(current)));
@@ -466,33 +466,33 @@ void perf_bio_prepare_sample(struct perf_sample_data *data,
 	if (has_branch_stack(event))
 		bs = data->br_stack;
 	if (ip || bs)
-		perf_bio_stash_sample(bt, cookie, ip, bs);
+		perf_bido_stash_sample(bt, cookie, ip, bs);
 
 	data->defer_cookie = cookie;
-	perf_bio_count(samples, 1);
-	perf_bio_count_time(sample_ns, start);
+	perf_bido_count(samples, 1);
+	perf_bido_count_time(sample_ns, start);
 }
 
 /* ---- Deferred side: task context, may sleep ---- */
 
 /*
  * Move the stashed addresses of entry @cookie to @addrs (room for
- * PERF_BIO_STASH_ENTRIES; NULL to throw them away) and empty the stash.
+ * PERF_BIDO_STASH_ENTRIES; NULL to throw them away) and empty the stash.
  * Samples that come later in the same entry add nothing: bt->done is set
  * first.  Returns how many were moved.
  */
-VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
-						  u64 cookie,
-						  unsigned long *addrs,
-						  u32 *flags)
+VISIBLE_IF_KUNIT unsigned int perf_bido_take_stash(struct perf_bido_task *bt,
+						   u64 cookie,
+						   unsigned long *addrs,
+						   u32 *flags)
 {
-	struct perf_bio_stash *stash = bt->stash;
+	struct perf_bido_stash *stash = bt->stash;
 	unsigned int n = 0;
 	long nr;
 
 	WRITE_ONCE(bt->done, cookie);
 	/*
-	 * Pairs with the READ_ONCE() of bt->done in perf_bio_stash_sample():
+	 * Pairs with the READ_ONCE() of bt->done in perf_bido_stash_sample():
 	 * the only other party is an interrupt of current on this CPU, so
 	 * keeping the compiler from sinking the store below the reads of the
 	 * stash is enough.
@@ -500,7 +500,7 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
 	barrier();
 
 	if (READ_ONCE(bt->missed) == cookie)
-		*flags |= PERF_BIO_F_ADDRS_DROPPED;
+		*flags |= PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED;
 	if (!stash)
 		return 0;
 
@@ -514,11 +514,11 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
 	 * only a guard.
 	 */
 	if (READ_ONCE(stash->cookie) != cookie) {
-		*flags |= PERF_BIO_F_ADDRS_DROPPED;
+		*flags |= PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED;
 	} else if (addrs) {
-		if (nr > PERF_BIO_STASH_ENTRIES)
-			*flags |= PERF_BIO_F_ADDRS_DROPPED;
-		n = min_t(long, nr, PERF_BIO_STASH_ENTRIES);
+		if (nr > PERF_BIDO_STASH_ENTRIES)
+			*flags |= PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED;
+		n = min_t(long, nr, PERF_BIDO_STASH_ENTRIES);
 		memcpy(addrs, stash->addrs, n * sizeof(*addrs));
 	}
 	local_set(&stash->nr, 0);
@@ -530,12 +530,12 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_take_stash(struct perf_bio_task *bt,
  * later sees none; one that interrupted us before the xchg() is done with
  * it before we go on, on this CPU.
  */
-static void perf_bio_free_stash(struct task_struct *task)
+static void perf_bido_free_stash(struct task_struct *task)
 {
-	struct perf_bio_stash *stash = xchg(&task->perf_bio.stash, NULL);
+	struct perf_bido_stash *stash = xchg(&task->perf_bido.stash, NULL);
 
 	if (stash) {
-		atomic_long_dec(&perf_bio_nr_stashes);
+		atomic_long_dec(&perf_bido_nr_stashes);
 		kfree(stash);
 	}
 }
@@ -544,10 +544,10 @@ static void perf_bio_free_stash(struct task_struct *task)
  * Make the task's stash when a sample of this entry found none, or when
  * @table: the table of its last record is to be kept.
  */
-static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
-				 bool table)
+static void perf_bido_alloc_stash(struct perf_bido_task *bt, u64 cookie,
+				  bool table)
 {
-	struct perf_bio_stash *stash;
+	struct perf_bido_stash *stash;
 
 	if (bt->stash || (READ_ONCE(bt->missed) != cookie && !table) ||
 	    (current->flags & PF_EXITING))
@@ -556,7 +556,7 @@ static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
 	stash = kzalloc(sizeof(*stash), GFP_KERNEL);
 	if (!stash)
 		return;
-	atomic_long_inc(&perf_bio_nr_stashes);
+	atomic_long_inc(&perf_bido_nr_stashes);
 	/* Samples on this CPU see NULL or a zeroed stash */
 	smp_store_release(&bt->stash, stash);
 
@@ -565,10 +565,10 @@ static void perf_bio_alloc_stash(struct perf_bio_task *bt, u64 cookie,
 	 * sweep that followed passed this task when it had no stash yet
 	 */
 	if (!atomic_read(&nr_defer_output_events))
-		perf_bio_free_stash(current);
+		perf_bido_free_stash(current);
 }
 
-static int perf_bio_cmp_addr(const void *a, const void *b)
+static int perf_bido_cmp_addr(const void *a, const void *b)
 {
 	unsigned long x = *(const unsigned long *)a;
 	unsigned long y = *(const unsigned long *)b;
@@ -580,12 +580,12 @@ static int perf_bio_cmp_addr(const void *a, const void *b)
  * Sort @addrs and drop duplicates and whatever is not a user address.
  * Returns how many are left.
  */
-VISIBLE_IF_KUNIT unsigned int perf_bio_sort_addrs(unsigned long *addrs,
-						  unsigned int nr)
+VISIBLE_IF_KUNIT unsigned int perf_bido_sort_addrs(unsigned long *addrs,
+						   unsigned int nr)
 {
 	unsigned int i, n = 0;
 
-	sort(addrs, nr, sizeof(*addrs), perf_bio_cmp_addr, NULL);
+	sort(addrs, nr, sizeof(*addrs), perf_bido_cmp_addr, NULL);
 
 	for (i = 0; i < nr; i++) {
 		if (!addrs[i] || addrs[i] >= TASK_SIZE)
@@ -598,10 +598,10 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_sort_addrs(unsigned long *addrs,
 }
 
 /*
- * PERF_BIO_MAP_* of a file-backed mapping, and whether the file may be
+ * PERF_BUILD_ID_OFFSET_MAP_* of a file-backed mapping, and whether the file may be
  * read.  Runs under mmap_lock: it looks, it does not read.
  */
-VISIBLE_IF_KUNIT u8 perf_bio_file_flags(struct file *file)
+VISIBLE_IF_KUNIT u8 perf_bido_file_flags(struct file *file)
 {
 	struct inode *inode = file_inode(file);
 	fmode_t can_read = FMODE_READ | FMODE_CAN_READ;
@@ -609,9 +609,9 @@ VISIBLE_IF_KUNIT u8 perf_bio_file_flags(struct file *file)
 
 	/* memfd_create(), SysV SHM, memfd_secret(): on a kernel mount */
 	if (inode->i_sb->s_flags & SB_KERNMOUNT)
-		flags |= PERF_BIO_MAP_ANON_FILE;
+		flags |= PERF_BUILD_ID_OFFSET_MAP_ANON_FILE;
 	else if (d_unlinked(file->f_path.dentry))
-		flags |= PERF_BIO_MAP_DELETED;
+		flags |= PERF_BUILD_ID_OFFSET_MAP_DELETED;
 
 	/*
 	 * Read nothing that a plain read(2) of a regular file would not:
@@ -619,12 +619,12 @@ VISIBLE_IF_KUNIT u8 perf_bio_file_flags(struct file *file)
 	 */
 	if (!S_ISREG(inode->i_mode) || secretmem_mapping(file->f_mapping) ||
 	    (file->f_mode & can_read) != can_read)
-		flags |= PERF_BIO_MAP_UNREADABLE;
+		flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
 
 	return flags;
 }
 
-static bool perf_bio_vma_is_vdso(struct vm_area_struct *vma)
+static bool perf_bido_vma_is_vdso(struct vm_area_struct *vma)
 {
 	const char *name;
 
@@ -635,28 +635,28 @@ static bool perf_bio_vma_is_vdso(struct vm_area_struct *vma)
 }
 
 /* Append @vma to the table.  Under mmap_lock. */
-static void perf_bio_add_vma(struct perf_bio_resolve *res,
-			     struct vm_area_struct *vma)
+static void perf_bido_add_vma(struct perf_bido_resolve *res,
+			      struct vm_area_struct *vma)
 {
-	struct perf_bio_map *map = &res->maps[res->nr_maps];
+	struct perf_bido_map *map = &res->maps[res->nr_maps];
 	struct file *file = vma->vm_file;
 
 	/* Every byte is written: the struct has no hole */
-	*map = (struct perf_bio_map){
+	*map = (struct perf_bido_map){
 		.start	= vma->vm_start,
 		.end	= vma->vm_end,
 	};
 	res->files[res->nr_maps++] = NULL;
 
 	if (!file) {
-		map->flags = perf_bio_vma_is_vdso(vma) ? PERF_BIO_MAP_VDSO :
-							 PERF_BIO_MAP_ANON;
+		map->flags = perf_bido_vma_is_vdso(vma) ? PERF_BUILD_ID_OFFSET_MAP_VDSO :
+							 PERF_BUILD_ID_OFFSET_MAP_ANON;
 		return;
 	}
 
 	map->pgoff = (u64)vma->vm_pgoff << PAGE_SHIFT;
-	map->flags = perf_bio_file_flags(file);
-	if (!(map->flags & PERF_BIO_MAP_UNREADABLE))
+	map->flags = perf_bido_file_flags(file);
+	if (!(map->flags & PERF_BUILD_ID_OFFSET_MAP_UNREADABLE))
 		res->files[res->nr_maps - 1] = get_file(file);
 }
 
@@ -667,22 +667,22 @@ static void perf_bio_add_vma(struct perf_bio_resolve *res,
  *
  * Context: task context, may sleep; takes mmap_lock for reading.
  */
-VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
-					 struct perf_bio_resolve *res)
+VISIBLE_IF_KUNIT void perf_bido_find_vmas(struct mm_struct *mm,
+					  struct perf_bido_resolve *res)
 {
 	struct vm_area_struct *vma = NULL;
 	unsigned int i;
 
 	if (mmap_read_lock_killable(mm)) {
-		res->flags |= PERF_BIO_F_TRUNCATED;
+		res->flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
 		return;
 	}
 	/* No writer while we hold the lock: the count stands for what we see */
-	res->looked_up = perf_bio_mm_seq(mm, &res->mm_seq);
+	res->looked_up = perf_bido_mm_seq(mm, &res->mm_seq);
 
 	for (i = 0; i < res->nr_addrs; i++) {
 		unsigned long addr = res->addrs[i];
-		struct perf_bio_map *last;
+		struct perf_bido_map *last;
 
 		/* Sorted: until it ends, the last VMA found covers addr */
 		if (!vma || addr >= vma->vm_end) {
@@ -704,10 +704,10 @@ VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
 			continue;
 
 		if (res->nr_maps == res->max_maps) {
-			res->flags |= PERF_BIO_F_TRUNCATED;
+			res->flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
 			break;
 		}
-		perf_bio_add_vma(res, vma);
+		perf_bido_add_vma(res, vma);
 	}
 
 	mmap_read_unlock(mm);
@@ -720,27 +720,27 @@ VISIBLE_IF_KUNIT void perf_bio_find_vmas(struct mm_struct *mm,
  * task context (never from an interrupt) and never nested.  Round-robin
  * replacement within a set.
  */
-#define PERF_BIO_CACHE_SETS	64
-#define PERF_BIO_CACHE_WAYS	4
+#define PERF_BIDO_CACHE_SETS	64
+#define PERF_BIDO_CACHE_WAYS	4
 
-struct perf_bio_cache_entry {
-	struct perf_bio_key	key;
+struct perf_bido_cache_entry {
+	struct perf_bido_key	key;
 	bool			valid;
 	u8			build_id_size;
 	u8			flags;
 	u8			build_id[BUILD_ID_SIZE_MAX];
 };
 
-struct perf_bio_cache_set {
+struct perf_bido_cache_set {
 	spinlock_t			lock;	/* protects next and entry[] */
 	unsigned int			next;
-	struct perf_bio_cache_entry	entry[PERF_BIO_CACHE_WAYS];
+	struct perf_bido_cache_entry	entry[PERF_BIDO_CACHE_WAYS];
 };
 
-static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
+static struct perf_bido_cache_set perf_bido_cache[PERF_BIDO_CACHE_SETS];
 
 /**
- * perf_bio_key_init - the cache key of a file, as it is now
+ * perf_bido_key_init - the cache key of a file, as it is now
  * @key: receives the key
  * @file: the file
  *
@@ -749,7 +749,7 @@ static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
  * back for the next mount at once, and two images can hold different
  * files with the same inode number, size and times (reproducible builds
  * set the times).  A superblock cannot be mistaken for a later one at the
- * same address: perf_bio_forget_sb() drops its entries before it is
+ * same address: perf_bido_forget_sb() drops its entries before it is
  * freed.  Version: size, mtime,
  * ctime and, where the filesystem keeps one, i_version.  A cache entry is
  * used only while all of them still match, so any write, truncate or
@@ -757,13 +757,13 @@ static struct perf_bio_cache_set perf_bio_cache[PERF_BIO_CACHE_SETS];
  * change size or mtime/ctime (and i_version).  Stores through a shared
  * writable mapping change them only when a page is first made writable,
  * not for the stores after: a file mapped that way is never taken from
- * the cache (see perf_bio_build_id()).  The key
+ * the cache (see perf_bido_build_id()).  The key
  * is taken before the file is parsed, so that a change during the parse
  * also makes the entry miss next time.  Entries are not removed: a miss
  * re-parses the file and replaces the entry of the same identity.
  */
-VISIBLE_IF_KUNIT void perf_bio_key_init(struct perf_bio_key *key,
-					struct file *file)
+VISIBLE_IF_KUNIT void perf_bido_key_init(struct perf_bido_key *key,
+					 struct file *file)
 {
 	struct inode *inode = file_inode(file);
 
@@ -779,41 +779,41 @@ VISIBLE_IF_KUNIT void perf_bio_key_init(struct perf_bio_key *key,
 	key->ctime = inode_get_ctime(inode);
 }
 
-static bool perf_bio_same_file(const struct perf_bio_key *a,
-			       const struct perf_bio_key *b)
+static bool perf_bido_same_file(const struct perf_bido_key *a,
+				const struct perf_bido_key *b)
 {
 	return a->sb == b->sb && a->ino == b->ino &&
 	       a->generation == b->generation;
 }
 
-static bool perf_bio_same_version(const struct perf_bio_key *a,
-				  const struct perf_bio_key *b)
+static bool perf_bido_same_version(const struct perf_bido_key *a,
+				   const struct perf_bido_key *b)
 {
 	return a->version == b->version && a->size == b->size &&
 	       timespec64_equal(&a->mtime, &b->mtime) &&
 	       timespec64_equal(&a->ctime, &b->ctime);
 }
 
-static struct perf_bio_cache_set *perf_bio_cache_set(const struct perf_bio_key *key)
+static struct perf_bido_cache_set *perf_bido_cache_set(const struct perf_bido_key *key)
 {
 	u64 h = key->ino ^ ((u64)key->generation << 32);
 
 	h ^= (unsigned long)key->sb;
-	return &perf_bio_cache[hash_64(h, ilog2(PERF_BIO_CACHE_SETS))];
+	return &perf_bido_cache[hash_64(h, ilog2(PERF_BIDO_CACHE_SETS))];
 }
 
 /* Copy the cached build-ID of @key into @map; false if there is none */
-VISIBLE_IF_KUNIT bool perf_bio_cache_lookup(const struct perf_bio_key *key,
-					    struct perf_bio_map *map)
+VISIBLE_IF_KUNIT bool perf_bido_cache_lookup(const struct perf_bido_key *key,
+					     struct perf_bido_map *map)
 {
-	struct perf_bio_cache_set *set = perf_bio_cache_set(key);
-	struct perf_bio_cache_entry *e;
+	struct perf_bido_cache_set *set = perf_bido_cache_set(key);
+	struct perf_bido_cache_entry *e;
 	bool found = false;
 
 	spin_lock(&set->lock);
-	for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++) {
-		if (!e->valid || !perf_bio_same_file(&e->key, key) ||
-		    !perf_bio_same_version(&e->key, key))
+	for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++) {
+		if (!e->valid || !perf_bido_same_file(&e->key, key) ||
+		    !perf_bido_same_version(&e->key, key))
 			continue;
 		map->build_id_size = e->build_id_size;
 		map->flags |= e->flags;
@@ -825,35 +825,35 @@ VISIBLE_IF_KUNIT bool perf_bio_cache_lookup(const struct perf_bio_key *key,
 	return found;
 }
 
-static void perf_bio_cache_store(const struct perf_bio_key *key,
-				 const struct perf_bio_map *map)
+static void perf_bido_cache_store(const struct perf_bido_key *key,
+				  const struct perf_bido_map *map)
 {
-	struct perf_bio_cache_set *set = perf_bio_cache_set(key);
-	struct perf_bio_cache_entry *e, *victim = NULL;
+	struct perf_bido_cache_set *set = perf_bido_cache_set(key);
+	struct perf_bido_cache_entry *e, *victim = NULL;
 
 	spin_lock(&set->lock);
 	/* An older version of the same file goes first */
-	for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++) {
-		if (e->valid && perf_bio_same_file(&e->key, key)) {
+	for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++) {
+		if (e->valid && perf_bido_same_file(&e->key, key)) {
 			victim = e;
 			break;
 		}
 	}
 	if (!victim) {
 		victim = &set->entry[set->next];
-		set->next = (set->next + 1) % PERF_BIO_CACHE_WAYS;
+		set->next = (set->next + 1) % PERF_BIDO_CACHE_WAYS;
 	}
 
 	victim->key = *key;
 	victim->build_id_size = map->build_id_size;
-	victim->flags = map->flags & PERF_BIO_MAP_NO_BUILD_ID;
+	victim->flags = map->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
 	memcpy(victim->build_id, map->build_id, sizeof(victim->build_id));
 	victim->valid = true;
 	spin_unlock(&set->lock);
 }
 
 /**
- * perf_bio_forget_sb - drop the cached build-IDs of a superblock
+ * perf_bido_forget_sb - drop the cached build-IDs of a superblock
  * @sb: the superblock, being shut down
  *
  * From generic_shutdown_super(): no file of @sb is open any more, so no
@@ -863,16 +863,16 @@ static void perf_bio_cache_store(const struct perf_bio_key *key,
  *
  * Context: task context, may take the cache's spinlocks.
  */
-void perf_bio_forget_sb(struct super_block *sb)
+void perf_bido_forget_sb(struct super_block *sb)
 {
-	struct perf_bio_cache_entry *e;
+	struct perf_bido_cache_entry *e;
 	unsigned int i;
 
-	for (i = 0; i < PERF_BIO_CACHE_SETS; i++) {
-		struct perf_bio_cache_set *set = &perf_bio_cache[i];
+	for (i = 0; i < PERF_BIDO_CACHE_SETS; i++) {
+		struct perf_bido_cache_set *set = &perf_bido_cache[i];
 
 		spin_lock(&set->lock);
-		for (e = set->entry; e < set->entry + PERF_BIO_CACHE_WAYS; e++)
+		for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++)
 			if (e->key.sb == sb)
 				e->valid = false;
 		spin_unlock(&set->lock);
@@ -887,8 +887,8 @@ void perf_bio_forget_sb(struct super_block *sb)
  * contents decide only once they are in the page cache, where a read
  * that worked left them.  -EFAULT: they are not.
  */
-static int perf_bio_parse(struct file *file, unsigned char *build_id,
-			  __u32 *size)
+static int perf_bido_parse(struct file *file, unsigned char *build_id,
+			   __u32 *size)
 {
 	int err;
 
@@ -907,28 +907,28 @@ static int perf_bio_parse(struct file *file, unsigned char *build_id,
  * while the file has a shared writable mapping, whose stores after the
  * first leave size and times alone, it is read every time.
  */
-VISIBLE_IF_KUNIT bool perf_bio_build_id(struct file *file,
-					struct perf_bio_map *map)
+VISIBLE_IF_KUNIT bool perf_bido_build_id(struct file *file,
+					 struct perf_bido_map *map)
 {
 	bool stable = !mapping_writably_mapped(file->f_mapping);
-	struct perf_bio_key key;
+	struct perf_bido_key key;
 	__u32 size = 0;
 	int err;
 
-	perf_bio_key_init(&key, file);
-	if (stable && perf_bio_cache_lookup(&key, map)) {
-		perf_bio_count(cache_hits, 1);
+	perf_bido_key_init(&key, file);
+	if (stable && perf_bido_cache_lookup(&key, map)) {
+		perf_bido_count(cache_hits, 1);
 		return true;
 	}
 
 	/* A dying task's record is not worth a read */
 	if (fatal_signal_pending(current)) {
-		map->flags |= PERF_BIO_MAP_UNREADABLE;
+		map->flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
 		return stable;
 	}
 
-	perf_bio_count(parses, 1);
-	err = perf_bio_parse(file, map->build_id, &size);
+	perf_bido_count(parses, 1);
+	err = perf_bido_parse(file, map->build_id, &size);
 	switch (err) {
 	case 0:
 		map->build_id_size = size;
@@ -937,25 +937,25 @@ VISIBLE_IF_KUNIT bool perf_bio_build_id(struct file *file,
 	case -ERANGE:
 	case -EOVERFLOW:
 		memset(map->build_id, 0, sizeof(map->build_id));
-		map->flags |= PERF_BIO_MAP_NO_BUILD_ID;
+		map->flags |= PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
 		break;
 	default:		/* I/O error, signal, not read: next time */
 		memset(map->build_id, 0, sizeof(map->build_id));
-		map->flags |= PERF_BIO_MAP_UNREADABLE;
+		map->flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
 		return stable;
 	}
 	if (stable)
-		perf_bio_cache_store(&key, map);
+		perf_bido_cache_store(&key, map);
 	return stable;
 }
 
 /*
- * Read the build-IDs of the files perf_bio_find_vmas() kept, and drop
+ * Read the build-IDs of the files perf_bido_find_vmas() kept, and drop
  * their references.
  *
  * Context: task context, no locks held: may fault, sleep and do I/O.
  */
-VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
+VISIBLE_IF_KUNIT void perf_bido_read_build_ids(struct perf_bido_resolve *res)
 {
 	unsigned int i;
 
@@ -966,7 +966,7 @@ VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
 
 		if (!file)
 			continue;
-		if (!perf_bio_build_id(file, &res->maps[i]))
+		if (!perf_bido_build_id(file, &res->maps[i]))
 			res->unstable = true;
 		res->files[i] = NULL;
 		fput(file);
@@ -979,19 +979,19 @@ VISIBLE_IF_KUNIT void perf_bio_read_build_ids(struct perf_bio_resolve *res)
  * @written and @lost count the receivers that got the record and those
  * whose buffer had no room; @cpu and @cgrp say where it was written.
  */
-struct perf_bio_output {
-	struct perf_bio_record		rec;
-	const struct perf_bio_map	*maps;
+struct perf_bido_output {
+	struct perf_bido_record		rec;
+	const struct perf_bido_map	*maps;
 	unsigned int			written;
 	unsigned int			lost;
 	int				cpu;
 	const void			*cgrp;
 };
 
-static void perf_bio_output_event(struct perf_event *event, void *data)
+static void perf_bido_output_event(struct perf_event *event, void *data)
 {
-	struct perf_bio_output *out = data;
-	struct perf_bio_record rec = out->rec;
+	struct perf_bido_output *out = data;
+	struct perf_bido_record rec = out->rec;
 	struct perf_output_handle handle;
 	struct perf_sample_data sample;
 	u16 maps_size = rec.nr * sizeof(*out->maps);
@@ -1011,11 +1011,11 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
 				sizeof(rec) + maps_size, event);
 	/* No room: the ring buffer counts it lost */
 	if (perf_output_begin(&handle, &sample, event, rec.header.size)) {
-		perf_bio_count(no_room, 1);
+		perf_bido_count(no_room, 1);
 		out->lost++;
 		return;
 	}
-	perf_bio_count(written, 1);
+	perf_bido_count(written, 1);
 	out->written++;
 
 	rec.pid = perf_event_pid(event, current);
@@ -1033,11 +1033,11 @@ static void perf_bio_output_event(struct perf_event *event, void *data)
  * when at least one got it and none lacked room, and says in @cpu and
  * @cgrp where that was: later samples may name the record only there.
  */
-static bool perf_bio_emit(u64 cookie, u32 flags,
-			  const struct perf_bio_map *maps, unsigned int nr,
-			  int *cpu, const void **cgrp)
+static bool perf_bido_emit(u64 cookie, u32 flags,
+			   const struct perf_bido_map *maps, unsigned int nr,
+			   int *cpu, const void **cgrp)
 {
-	struct perf_bio_output out = {
+	struct perf_bido_output out = {
 		.rec = {
 			.cookie	= cookie,
 			.nr	= nr,
@@ -1049,8 +1049,8 @@ static bool perf_bio_emit(u64 cookie, u32 flags,
 	/* Preemption off: the CPU whose side-band receivers are iterated */
 	preempt_disable();
 	out.cpu = smp_processor_id();
-	out.cgrp = perf_bio_cgroup();
-	perf_iterate_sb(perf_bio_output_event, &out, NULL);
+	out.cgrp = perf_bido_cgroup();
+	perf_iterate_sb(perf_bido_output_event, &out, NULL);
 	preempt_enable();
 
 	if (cpu)
@@ -1066,10 +1066,10 @@ static bool perf_bio_emit(u64 cookie, u32 flags,
  * reused table.  Usually a few hundred bytes; kvmalloc() for the rare
  * deep stack.
  */
-static int perf_bio_alloc(struct perf_bio_resolve *res, unsigned int nr_addrs)
+static int perf_bido_alloc(struct perf_bido_resolve *res, unsigned int nr_addrs)
 {
-	unsigned int max_maps = clamp(nr_addrs, PERF_BIO_REUSE_MAPS,
-				      PERF_BIO_MAX_MAPS);
+	unsigned int max_maps = clamp(nr_addrs, PERF_BIDO_REUSE_MAPS,
+				      PERF_BIDO_MAX_MAPS);
 	size_t size = max_maps * (sizeof(*res->maps) + sizeof(*res->files)) +
 		      nr_addrs * sizeof(*res->addrs);
 	void *buf;
@@ -1085,31 +1085,31 @@ static int perf_bio_alloc(struct perf_bio_resolve *res, unsigned int nr_addrs)
 	return 0;
 }
 
-static int perf_bio_cmp_map(const void *a, const void *b)
+static int perf_bido_cmp_map(const void *a, const void *b)
 {
-	const struct perf_bio_map *x = a, *y = b;
+	const struct perf_bido_map *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 /*
  * Add to the table being built the maps of @tab that it lacks, as room
- * under PERF_BIO_REUSE_MAPS allows, so that a record covers the task's
+ * under PERF_BIDO_REUSE_MAPS allows, so that a record covers the task's
  * working set and later samples that run elsewhere in it can still name
  * it.  Only for a table looked up at the same mm_lock_seq (same VMAs) and
  * whose build-IDs are read (no file reference left).  Returns how many
  * were added.
  */
-VISIBLE_IF_KUNIT unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
-						   const struct perf_bio_table *tab)
+VISIBLE_IF_KUNIT unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
+						    const struct perf_bido_table *tab)
 {
 	unsigned int i, j, nr = res->nr_maps, added = 0;
 
 	for (i = 0; i < tab->nr; i++) {
-		const struct perf_bio_map *old = &tab->maps[i];
+		const struct perf_bido_map *old = &tab->maps[i];
 		bool have = false;
 
-		if (res->nr_maps >= PERF_BIO_REUSE_MAPS ||
+		if (res->nr_maps >= PERF_BIDO_REUSE_MAPS ||
 		    res->nr_maps >= res->max_maps)
 			break;
 		for (j = 0; j < nr && !have; j++)
@@ -1122,21 +1122,21 @@ VISIBLE_IF_KUNIT unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
 	}
 	if (added)
 		sort(res->maps, res->nr_maps, sizeof(*res->maps),
-		     perf_bio_cmp_map, NULL);
+		     perf_bido_cmp_map, NULL);
 	return added;
 }
 
 /* May later samples name this record?  Not if any part of it may change */
-static bool perf_bio_table_ok(const struct perf_bio_resolve *res)
+static bool perf_bido_table_ok(const struct perf_bido_resolve *res)
 {
 	unsigned int i;
 
 	if (!res->looked_up || res->flags || res->unstable ||
-	    res->nr_maps > PERF_BIO_REUSE_MAPS)
+	    res->nr_maps > PERF_BIDO_REUSE_MAPS)
 		return false;
 	/* Unreadable may be for now only (I/O error, signal) */
 	for (i = 0; i < res->nr_maps; i++)
-		if (res->maps[i].flags & PERF_BIO_MAP_UNREADABLE)
+		if (res->maps[i].flags & PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
 			return false;
 	return true;
 }
@@ -1148,10 +1148,10 @@ static bool perf_bio_table_ok(const struct perf_bio_resolve *res)
  * caller compares once it has looked up the VMAs)?  Then its maps may
  * join the next record.
  */
-static bool perf_bio_table_retire(struct perf_bio_table *tab,
-				  unsigned long gen)
+static bool perf_bido_table_retire(struct perf_bido_table *tab,
+				   unsigned long gen)
 {
-	bool live = READ_ONCE(tab->cookie) && perf_bio_table_fresh(tab, gen);
+	bool live = READ_ONCE(tab->cookie) && perf_bido_table_fresh(tab, gen);
 
 	WRITE_ONCE(tab->cookie, 0);
 	barrier();
@@ -1162,10 +1162,10 @@ static bool perf_bio_table_retire(struct perf_bio_table *tab,
  * Keep the maps of the record just built for the task's later samples.
  * The cookie goes last: a sample that interrupts us sees 0 until then.
  */
-static void perf_bio_table_save(struct perf_bio_table *tab,
-				const struct perf_bio_resolve *res, u64 cookie,
-				u64 expires, unsigned long gen, int cpu,
-				const void *cgrp)
+static void perf_bido_table_save(struct perf_bido_table *tab,
+				 const struct perf_bido_resolve *res, u64 cookie,
+				 u64 expires, unsigned long gen, int cpu,
+				 const void *cgrp)
 {
 	tab->mm = current->mm;
 	tab->cpu = cpu;
@@ -1186,16 +1186,16 @@ static void perf_bio_table_save(struct perf_bio_table *tab,
  * Context: current, in task context before it returns to user space or
  * in do_exit() with its mm; no locks held.
  */
-static void perf_bio_unwind_callback(struct unwind_work *work,
-				     struct unwind_stacktrace *trace,
-				     u64 cookie)
+static void perf_bido_unwind_callback(struct unwind_work *work,
+				      struct unwind_stacktrace *trace,
+				      u64 cookie)
 {
-	struct perf_bio_task *bt = &current->perf_bio;
-	bool reuse = static_branch_likely(&perf_bio_reuse_on);
-	unsigned long gen = atomic_long_read(&perf_bio_gen);
-	struct perf_bio_table *tab = NULL;
-	struct perf_bio_resolve res = {};
-	u64 start = perf_bio_clock();
+	struct perf_bido_task *bt = &current->perf_bido;
+	bool reuse = static_branch_likely(&perf_bido_reuse_on);
+	unsigned long gen = atomic_long_read(&perf_bido_gen);
+	struct perf_bido_table *tab = NULL;
+	struct perf_bido_resolve res = {};
+	u64 start = perf_bido_clock();
 	bool live = false, delivered;
 	unsigned long entry_ip;
 	const void *cgrp;
@@ -1204,23 +1204,23 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 
 	/* Nobody to tell: only empty the stash, and make none */
 	if (!atomic_read(&nr_defer_output_events)) {
-		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
+		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
 		return;
 	}
 
 	if (bt->stash)
-		live = perf_bio_table_retire(&bt->stash->table, gen);
+		live = perf_bido_table_retire(&bt->stash->table, gen);
 
 	/* Before bt->done says that this entry's record is out */
 	if (bt->stash)
 		WRITE_ONCE(bt->stash->done_ip,
 			   instruction_pointer(task_pt_regs(current)));
 
-	nr = 2 + trace->nr + (bt->stash ? PERF_BIO_STASH_ENTRIES : 0);
-	if (perf_bio_alloc(&res, nr)) {
-		perf_bio_take_stash(bt, cookie, NULL, &res.flags);
-		perf_bio_emit(cookie, res.flags | PERF_BIO_F_TRUNCATED, NULL, 0,
-			      NULL, NULL);
+	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0);
+	if (perf_bido_alloc(&res, nr)) {
+		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
+		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED, NULL, 0,
+			       NULL, NULL);
 		return;
 	}
 
@@ -1240,10 +1240,10 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 		memcpy(res.addrs + res.nr_addrs, trace->entries,
 		       trace->nr * sizeof(*res.addrs));
 	res.nr_addrs += trace->nr;
-	res.nr_addrs += perf_bio_take_stash(bt, cookie,
+	res.nr_addrs += perf_bido_take_stash(bt, cookie,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
-	perf_bio_alloc_stash(bt, cookie, reuse);
+	perf_bido_alloc_stash(bt, cookie, reuse);
 	if (bt->stash)
 		WRITE_ONCE(bt->stash->done_ip, res.addrs[0]);
 	if (reuse && bt->stash)
@@ -1255,55 +1255,55 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
 	 */
 	if (READ_ONCE(bt->cookie) != cookie ||
 	    READ_ONCE(bt->exec_id) != current->self_exec_id) {
-		res.flags |= PERF_BIO_F_MM_CHANGED;
+		res.flags |= PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
 	} else if (current->mm) {
-		res.nr_addrs = perf_bio_sort_addrs(res.addrs, res.nr_addrs);
-		perf_bio_find_vmas(current->mm, &res);
+		res.nr_addrs = perf_bido_sort_addrs(res.addrs, res.nr_addrs);
+		perf_bido_find_vmas(current->mm, &res);
 		/*
 		 * A mapping was made, changed or removed since the entry's
 		 * first sample, by another thread or by the entry itself (a
 		 * sampled mmap()): the maps are as they are now.
 		 */
 		if (res.looked_up && READ_ONCE(bt->entry_seq) != res.mm_seq)
-			res.flags |= PERF_BIO_F_MAPS_CHANGED;
-		perf_bio_read_build_ids(&res);
+			res.flags |= PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED;
+		perf_bido_read_build_ids(&res);
 		/* Same VMAs as when the last table was made: keep its maps */
 		if (tab && live && res.looked_up && !res.flags &&
 		    tab->mm_seq == res.mm_seq)
-			perf_bio_table_merge(&res, tab);
+			perf_bido_table_merge(&res, tab);
 		else
 			live = false;
 	}
 
-	delivered = perf_bio_emit(cookie, res.flags, res.maps, res.nr_maps,
-				  &cpu, &cgrp);
+	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
+				   &cpu, &cgrp);
 
 	/*
 	 * Only a record that every receiver it met got may stand for later
 	 * samples.  A merged table keeps the age of its oldest build-IDs.
 	 */
-	if (tab && delivered && perf_bio_table_ok(&res))
-		perf_bio_table_save(tab, &res, cookie,
-				    live ? tab->expires :
-				    ktime_get_mono_fast_ns() + PERF_BIO_REUSE_NS,
-				    gen, cpu, cgrp);
+	if (tab && delivered && perf_bido_table_ok(&res))
+		perf_bido_table_save(tab, &res, cookie,
+				     live ? tab->expires :
+				     ktime_get_mono_fast_ns() + PERF_BIDO_REUSE_NS,
+				     gen, cpu, cgrp);
 	kvfree(res.maps);
 
-	perf_bio_count(records, 1);
-	perf_bio_count(maps, res.nr_maps);
-	if (res.flags & PERF_BIO_F_TRUNCATED)
-		perf_bio_count(truncated, 1);
-	if (res.flags & PERF_BIO_F_MM_CHANGED)
-		perf_bio_count(mm_changed, 1);
-	if (res.flags & PERF_BIO_F_MAPS_CHANGED)
-		perf_bio_count(maps_changed, 1);
-	perf_bio_count_time(record_ns, start);
+	perf_bido_count(records, 1);
+	perf_bido_count(maps, res.nr_maps);
+	if (res.flags & PERF_BUILD_ID_OFFSET_F_TRUNCATED)
+		perf_bido_count(truncated, 1);
+	if (res.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED)
+		perf_bido_count(mm_changed, 1);
+	if (res.flags & PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED)
+		perf_bido_count(maps_changed, 1);
+	perf_bido_count_time(record_ns, start);
 }
 
 /* ---- Hooks ---- */
 
 /**
- * perf_bio_check_attr - reject what this kernel cannot do
+ * perf_bido_check_attr - reject what this kernel cannot do
  * @attr: the attributes of a new event
  *
  * Return: -EINVAL for
@@ -1318,7 +1318,7 @@ static void perf_bio_unwind_callback(struct unwind_work *work,
  * parent's buffer, as for any record), a per-CPU event becomes a side-band
  * event and receives the records of the tasks that run on its CPU.
  */
-int perf_bio_check_attr(const struct perf_event_attr *attr)
+int perf_bido_check_attr(const struct perf_event_attr *attr)
 {
 	if (((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
 	     attr->defer_output) && attr->exclude_user)
@@ -1329,9 +1329,9 @@ int perf_bio_check_attr(const struct perf_event_attr *attr)
 }
 
 /* From perf_event_init_task(): the child starts with the parent's copy */
-void perf_bio_init_task(struct task_struct *child)
+void perf_bido_init_task(struct task_struct *child)
 {
-	memset(&child->perf_bio, 0, sizeof(child->perf_bio));
+	memset(&child->perf_bido, 0, sizeof(child->perf_bido));
 }
 
 /*
@@ -1339,9 +1339,9 @@ void perf_bio_init_task(struct task_struct *child)
  * set-uid exec drops the task's events.  Samples that come in later see
  * no stash.
  */
-void perf_bio_exit_task(struct task_struct *task)
+void perf_bido_exit_task(struct task_struct *task)
 {
-	perf_bio_free_stash(task);
+	perf_bido_free_stash(task);
 }
 
 /*
@@ -1351,33 +1351,33 @@ void perf_bio_exit_task(struct task_struct *task)
  * its own interrupts touch them; a task that never returns to user space
  * again keeps them until it exits.
  */
-static void perf_bio_trim(struct callback_head *head)
+static void perf_bido_trim(struct callback_head *head)
 {
-	struct perf_bio_task *bt = container_of(head, struct perf_bio_task,
+	struct perf_bido_task *bt = container_of(head, struct perf_bido_task,
 						trim);
 
 	/* Off the list: the sweep may queue it again from here on */
 	WRITE_ONCE(bt->trim_queued, 0);
 	if (atomic_read(&nr_defer_output_events))
 		return;
-	perf_bio_free_stash(current);
+	perf_bido_free_stash(current);
 	unwind_user_trim();
 }
 
-static void perf_bio_sweep_fn(struct work_struct *work)
+static void perf_bido_sweep_fn(struct work_struct *work)
 {
 	struct task_struct *g, *t;
 
 	rcu_read_lock();
 	for_each_process_thread(g, t) {
-		struct perf_bio_task *bt = &t->perf_bio;
+		struct perf_bido_task *bt = &t->perf_bido;
 
 		/* A receiver came back: the tasks keep what they have */
 		if (atomic_read(&nr_defer_output_events))
 			break;
 		if (!READ_ONCE(bt->stash) || cmpxchg(&bt->trim_queued, 0, 1))
 			continue;
-		init_task_work(&bt->trim, perf_bio_trim);
+		init_task_work(&bt->trim, perf_bido_trim);
 		/* Exiting: do_exit() frees the stash */
 		if (task_work_add(t, &bt->trim, TWA_RESUME))
 			WRITE_ONCE(bt->trim_queued, 0);
@@ -1385,29 +1385,29 @@ static void perf_bio_sweep_fn(struct work_struct *work)
 	rcu_read_unlock();
 }
 
-static DECLARE_WORK(perf_bio_sweep, perf_bio_sweep_fn);
+static DECLARE_WORK(perf_bido_sweep, perf_bido_sweep_fn);
 
 /**
- * perf_bio_receivers_gone - the last defer_output event went away
+ * perf_bido_receivers_gone - the last defer_output event went away
  *
  * Context: any.
  */
-void perf_bio_receivers_gone(void)
+void perf_bido_receivers_gone(void)
 {
-	schedule_work(&perf_bio_sweep);
+	schedule_work(&perf_bido_sweep);
 }
 
 /* From perf_event_init(): one unwind_work for every perf event, for good */
-void __init perf_bio_init(void)
+void __init perf_bido_init(void)
 {
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < PERF_BIO_CACHE_SETS; i++)
-		spin_lock_init(&perf_bio_cache[i].lock);
+	for (i = 0; i < PERF_BIDO_CACHE_SETS; i++)
+		spin_lock_init(&perf_bido_cache[i].lock);
 
-	ret = unwind_deferred_init(&perf_bio_unwind_work,
-				   perf_bio_unwind_callback);
+	ret = unwind_deferred_init(&perf_bido_unwind_work,
+				   perf_bido_unwind_callback);
 	/* Then every request fails and samples carry cookie 0 */
 	WARN(ret, "perf: no deferred unwind for build-ID offsets: %d\n", ret);
 }
@@ -1415,13 +1415,13 @@ void __init perf_bio_init(void)
 /* ---- debugfs: perf_build_id_offset/{stats,timing,reuse} ---- */
 
 #ifdef CONFIG_DEBUG_FS
-static int perf_bio_stats_show(struct seq_file *m, void *v)
+static int perf_bido_stats_show(struct seq_file *m, void *v)
 {
-	struct perf_bio_stats sum = {};
+	struct perf_bido_stats sum = {};
 	int cpu;
 
 	for_each_possible_cpu(cpu) {
-		const struct perf_bio_stats *st = per_cpu_ptr(&perf_bio_stats, cpu);
+		const struct perf_bido_stats *st = per_cpu_ptr(&perf_bido_stats, cpu);
 
 		sum.samples += READ_ONCE(st->samples);
 		sum.sample_ns += READ_ONCE(st->sample_ns);
@@ -1447,87 +1447,87 @@ static int perf_bio_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\nlate %llu\n",
 		   sum.reused, sum.written, sum.no_room, sum.late);
 	seq_printf(m, "maps_changed %llu\ngeneration %lu\nstashes %lu\n",
-		   sum.maps_changed, atomic_long_read(&perf_bio_gen),
-		   atomic_long_read(&perf_bio_nr_stashes));
+		   sum.maps_changed, atomic_long_read(&perf_bido_gen),
+		   atomic_long_read(&perf_bido_nr_stashes));
 	return 0;
 }
 
-static int perf_bio_stats_open(struct inode *inode, struct file *file)
+static int perf_bido_stats_open(struct inode *inode, struct file *file)
 {
-	return single_open(file, perf_bio_stats_show, NULL);
+	return single_open(file, perf_bido_stats_show, NULL);
 }
 
 /* Any write zeroes the counters (racing updates may survive) */
-static ssize_t perf_bio_stats_write(struct file *file, const char __user *buf,
-				    size_t count, loff_t *ppos)
+static ssize_t perf_bido_stats_write(struct file *file, const char __user *buf,
+				     size_t count, loff_t *ppos)
 {
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(&perf_bio_stats, cpu), 0,
-		       sizeof(struct perf_bio_stats));
+		memset(per_cpu_ptr(&perf_bido_stats, cpu), 0,
+		       sizeof(struct perf_bido_stats));
 	return count;
 }
 
-static const struct file_operations perf_bio_stats_fops = {
+static const struct file_operations perf_bido_stats_fops = {
 	.owner		= THIS_MODULE,
-	.open		= perf_bio_stats_open,
+	.open		= perf_bido_stats_open,
 	.read		= seq_read,
-	.write		= perf_bio_stats_write,
+	.write		= perf_bido_stats_write,
 	.llseek		= seq_lseek,
 	.release	= single_release,
 };
 
-static int perf_bio_timing_get(void *data, u64 *val)
+static int perf_bido_timing_get(void *data, u64 *val)
 {
-	*val = static_key_enabled(&perf_bio_timed);
+	*val = static_key_enabled(&perf_bido_timed);
 	return 0;
 }
 
-static int perf_bio_timing_set(void *data, u64 val)
+static int perf_bido_timing_set(void *data, u64 val)
 {
 	if (val)
-		static_branch_enable(&perf_bio_timed);
+		static_branch_enable(&perf_bido_timed);
 	else
-		static_branch_disable(&perf_bio_timed);
+		static_branch_disable(&perf_bido_timed);
 	return 0;
 }
 
-DEFINE_DEBUGFS_ATTRIBUTE(perf_bio_timing_fops, perf_bio_timing_get,
-			 perf_bio_timing_set, "%llu\n");
+DEFINE_DEBUGFS_ATTRIBUTE(perf_bido_timing_fops, perf_bido_timing_get,
+			 perf_bido_timing_set, "%llu\n");
 
-static int perf_bio_reuse_get(void *data, u64 *val)
+static int perf_bido_reuse_get(void *data, u64 *val)
 {
-	*val = static_key_enabled(&perf_bio_reuse_on);
+	*val = static_key_enabled(&perf_bido_reuse_on);
 	return 0;
 }
 
 /* Off: every sample asks for a record of its own entry */
-static int perf_bio_reuse_set(void *data, u64 val)
+static int perf_bido_reuse_set(void *data, u64 val)
 {
 	if (val) {
-		static_branch_enable(&perf_bio_reuse_on);
+		static_branch_enable(&perf_bido_reuse_on);
 	} else {
-		static_branch_disable(&perf_bio_reuse_on);
+		static_branch_disable(&perf_bido_reuse_on);
 		/* Tables made before must not come back when it is on again */
-		perf_bio_receivers_changed();
+		perf_bido_receivers_changed();
 	}
 	return 0;
 }
 
-DEFINE_DEBUGFS_ATTRIBUTE(perf_bio_reuse_fops, perf_bio_reuse_get,
-			 perf_bio_reuse_set, "%llu\n");
+DEFINE_DEBUGFS_ATTRIBUTE(perf_bido_reuse_fops, perf_bido_reuse_get,
+			 perf_bido_reuse_set, "%llu\n");
 
-static int __init perf_bio_debugfs_init(void)
+static int __init perf_bido_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("perf_build_id_offset", NULL);
 
-	debugfs_create_file("stats", 0600, dir, NULL, &perf_bio_stats_fops);
+	debugfs_create_file("stats", 0600, dir, NULL, &perf_bido_stats_fops);
 	debugfs_create_file_unsafe("timing", 0600, dir, NULL,
-				   &perf_bio_timing_fops);
+				   &perf_bido_timing_fops);
 	debugfs_create_file_unsafe("reuse", 0600, dir, NULL,
-				   &perf_bio_reuse_fops);
+				   &perf_bido_reuse_fops);
 	return 0;
 }
-late_initcall(perf_bio_debugfs_init);
+late_initcall(perf_bido_debugfs_init);
 #endif /* CONFIG_DEBUG_FS */

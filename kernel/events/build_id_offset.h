@@ -14,7 +14,7 @@
 
 struct file;
 struct mm_struct;
-struct perf_bio_task;
+struct perf_bido_task;
 struct pt_regs;
 struct task_struct;
 
@@ -23,23 +23,23 @@ extern atomic_t nr_defer_output_events;
 
 #ifdef CONFIG_PERF_BUILD_ID_OFFSET
 
-void perf_bio_init(void);
-void perf_bio_init_task(struct task_struct *child);
-void perf_bio_exit_task(struct task_struct *task);
-int perf_bio_check_attr(const struct perf_event_attr *attr);
-void perf_bio_prepare_sample(struct perf_sample_data *data,
-			     struct perf_event *event, struct pt_regs *regs);
-void perf_bio_receivers_changed(void);
-void perf_bio_receivers_gone(void);
+void perf_bido_init(void);
+void perf_bido_init_task(struct task_struct *child);
+void perf_bido_exit_task(struct task_struct *task);
+int perf_bido_check_attr(const struct perf_event_attr *attr);
+void perf_bido_prepare_sample(struct perf_sample_data *data,
+			      struct perf_event *event, struct pt_regs *regs);
+void perf_bido_receivers_changed(void);
+void perf_bido_receivers_gone(void);
 
 #else /* !CONFIG_PERF_BUILD_ID_OFFSET */
 
-static inline void perf_bio_init(void) { }
-static inline void perf_bio_init_task(struct task_struct *child) { }
-static inline void perf_bio_exit_task(struct task_struct *task) { }
+static inline void perf_bido_init(void) { }
+static inline void perf_bido_init_task(struct task_struct *child) { }
+static inline void perf_bido_exit_task(struct task_struct *task) { }
 
 /* Without the feature none of its bits is valid */
-static inline int perf_bio_check_attr(const struct perf_event_attr *attr)
+static inline int perf_bido_check_attr(const struct perf_event_attr *attr)
 {
 	if ((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
 	    attr->defer_callchain || attr->defer_output)
@@ -47,20 +47,20 @@ static inline int perf_bio_check_attr(const struct perf_event_attr *attr)
 	return 0;
 }
 
-static inline void perf_bio_prepare_sample(struct perf_sample_data *data,
-					   struct perf_event *event,
-					   struct pt_regs *regs)
+static inline void perf_bido_prepare_sample(struct perf_sample_data *data,
+					    struct perf_event *event,
+					    struct pt_regs *regs)
 {
 	data->defer_cookie = 0;
 }
 
-static inline void perf_bio_receivers_changed(void) { }
-static inline void perf_bio_receivers_gone(void) { }
+static inline void perf_bido_receivers_changed(void) { }
+static inline void perf_bido_receivers_gone(void) { }
 
 #endif /* CONFIG_PERF_BUILD_ID_OFFSET */
 
 /* One entry of PERF_RECORD_BUILD_ID_OFFSET::maps[] */
-struct perf_bio_map {
+struct perf_bido_map {
 	u64	start;
 	u64	end;
 	u64	pgoff;
@@ -71,7 +71,7 @@ struct perf_bio_map {
 };
 
 /* The fixed part of PERF_RECORD_BUILD_ID_OFFSET, before maps[] */
-struct perf_bio_record {
+struct perf_bido_record {
 	struct perf_event_header	header;
 	u32				pid;
 	u32				tid;
@@ -86,13 +86,13 @@ struct perf_bio_record {
  * room for two 32-deep LBR stacks (from and to of each branch) minus the
  * header.
  */
-#define PERF_BIO_STASH_ENTRIES	126
+#define PERF_BIDO_STASH_ENTRIES	126
 
 /* Bound on the maps a task's last record keeps for its later samples */
-#define PERF_BIO_REUSE_MAPS	16
+#define PERF_BIDO_REUSE_MAPS	16
 
 /**
- * struct perf_bio_table - the maps of a task's last record, for reuse
+ * struct perf_bido_table - the maps of a task's last record, for reuse
  * @cookie:	the record's cookie; 0 while there is nothing to reuse, and
  *		while the deferred work rewrites the table
  * @mm:		the address space the maps describe (compared, never
@@ -100,7 +100,7 @@ struct perf_bio_record {
  * @exec_id:	current->self_exec_id when the maps were looked up
  * @mm_seq:	mm->mm_lock_seq then, read under mmap_lock: while it has not
  *		moved, no VMA of @mm has changed
- * @gen:	perf_bio_gen then: a receiver that starts later has not seen
+ * @gen:	perf_bido_gen then: a receiver that starts later has not seen
  *		the record
  * @expires:	ktime_get_mono_fast_ns() after which the maps are looked up
  *		and their build-IDs checked again
@@ -110,10 +110,10 @@ struct perf_bio_record {
  * @nr:		entries in @maps
  * @maps:	sorted by start
  *
- * See perf_bio_reuse().  Written only by the task's deferred work, read
+ * See perf_bido_reuse().  Written only by the task's deferred work, read
  * only by samples of the task on its own CPU.
  */
-struct perf_bio_table {
+struct perf_bido_table {
 	u64			cookie;
 	const struct mm_struct	*mm;
 	u64			exec_id;
@@ -123,32 +123,32 @@ struct perf_bio_table {
 	u64			expires;
 	const void		*cgrp;
 	int			cpu;
-	struct perf_bio_map	maps[PERF_BIO_REUSE_MAPS];
+	struct perf_bido_map	maps[PERF_BIDO_REUSE_MAPS];
 };
 
 /**
- * struct perf_bio_stash - per-task state the sampling side may not allocate
+ * struct perf_bido_stash - per-task state the sampling side may not allocate
  * @cookie:	entry the addresses belong to; set by the sample that takes
  *		slot 0
- * @nr:		slots taken; more than PERF_BIO_STASH_ENTRIES means that
+ * @nr:		slots taken; more than PERF_BIDO_STASH_ENTRIES means that
  *		some addresses were dropped
  * @addrs:	the addresses, in no order
- * @done_ip:	the user IP the record of perf_bio_task::done was built from
+ * @done_ip:	the user IP the record of perf_bido_task::done was built from
  * @table:	the maps of the task's last record
  */
-struct perf_bio_stash {
+struct perf_bido_stash {
 	u64			cookie;
 	local_t			nr;
-	unsigned long		addrs[PERF_BIO_STASH_ENTRIES];
+	unsigned long		addrs[PERF_BIDO_STASH_ENTRIES];
 	unsigned long		done_ip;
-	struct perf_bio_table	table;
+	struct perf_bido_table	table;
 };
 
 /* Bound on maps[]: a 12 KiB record, well below the 64 KiB of header.size */
-#define PERF_BIO_MAX_MAPS	256
+#define PERF_BIDO_MAX_MAPS	256
 
 /**
- * struct perf_bio_resolve - one record being built, in task context
+ * struct perf_bido_resolve - one record being built, in task context
  * @addrs:	user addresses to resolve; sorted and unique once collected
  * @nr_addrs:	entries in @addrs
  * @maps:	the table, sorted by start
@@ -156,15 +156,15 @@ struct perf_bio_stash {
  *		read, with a reference; NULL when there is none to read
  * @nr_maps:	entries in @maps
  * @max_maps:	room in @maps and @files
- * @flags:	PERF_BIO_F_*
+ * @flags:	PERF_BUILD_ID_OFFSET_F_*
  * @mm_seq:	mm->mm_lock_seq while the VMAs were looked up
  * @looked_up:	the VMAs were looked up (and @mm_seq read)
  * @unstable:	a build-ID may change without the file's version showing it
  */
-struct perf_bio_resolve {
+struct perf_bido_resolve {
 	unsigned long		*addrs;
 	unsigned int		nr_addrs;
-	struct perf_bio_map	*maps;
+	struct perf_bido_map	*maps;
 	struct file		**files;
 	unsigned int		nr_maps;
 	unsigned int		max_maps;
@@ -176,9 +176,9 @@ struct perf_bio_resolve {
 
 /*
  * The identity and the version of a file, as the build-ID cache keys it.
- * See perf_bio_key_init().
+ * See perf_bido_key_init().
  */
-struct perf_bio_key {
+struct perf_bido_key {
 	const struct super_block *sb;
 	u64			ino;
 	u64			version;
@@ -190,22 +190,22 @@ struct perf_bio_key {
 
 /* Internals the KUnit suite calls directly (VISIBLE_IF_KUNIT) */
 #if IS_ENABLED(CONFIG_KUNIT) && defined(CONFIG_PERF_BUILD_ID_OFFSET)
-void perf_bio_stash_sample(struct perf_bio_task *bt, u64 cookie,
-			   unsigned long ip, const struct perf_branch_stack *bs);
-unsigned int perf_bio_take_stash(struct perf_bio_task *bt, u64 cookie,
-				 unsigned long *addrs, u32 *flags);
-unsigned int perf_bio_sort_addrs(unsigned long *addrs, unsigned int nr);
-void perf_bio_find_vmas(struct mm_struct *mm, struct perf_bio_resolve *res);
-void perf_bio_read_build_ids(struct perf_bio_resolve *res);
-u8 perf_bio_file_flags(struct file *file);
-void perf_bio_key_init(struct perf_bio_key *key, struct file *file);
-bool perf_bio_cache_lookup(const struct perf_bio_key *key,
-			   struct perf_bio_map *map);
-bool perf_bio_build_id(struct file *file, struct perf_bio_map *map);
-bool perf_bio_table_covers(const struct perf_bio_table *tab,
-			   unsigned long addr);
-unsigned int perf_bio_table_merge(struct perf_bio_resolve *res,
-				  const struct perf_bio_table *tab);
+void perf_bido_stash_sample(struct perf_bido_task *bt, u64 cookie,
+			    unsigned long ip, const struct perf_branch_stack *bs);
+unsigned int perf_bido_take_stash(struct perf_bido_task *bt, u64 cookie,
+				  unsigned long *addrs, u32 *flags);
+unsigned int perf_bido_sort_addrs(unsigned long *addrs, unsigned int nr);
+void perf_bido_find_vmas(struct mm_struct *mm, struct perf_bido_resolve *res);
+void perf_bido_read_build_ids(struct perf_bido_resolve *res);
+u8 perf_bido_file_flags(struct file *file);
+void perf_bido_key_init(struct perf_bido_key *key, struct file *file);
+bool perf_bido_cache_lookup(const struct perf_bido_key *key,
+			    struct perf_bido_map *map);
+bool perf_bido_build_id(struct file *file, struct perf_bido_map *map);
+bool perf_bido_table_covers(const struct perf_bido_table *tab,
+			    unsigned long addr);
+unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
+				   const struct perf_bido_table *tab);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

@@ -11,23 +11,23 @@
  * the vDSO, and resolves addresses in and around them.
  *
  * Cases:
- *   bio_layout		UAPI sizes and offsets, the attr bit positions
- *   bio_check_attr	which attribute combinations are refused
- *   bio_sort_addrs	sorting, duplicates, zero and kernel addresses
- *   bio_stash_*	the stash of precise IPs and branch addresses: kept,
+ *   bido_layout		UAPI sizes and offsets, the attr bit positions
+ *   bido_check_attr	which attribute combinations are refused
+ *   bido_sort_addrs	sorting, duplicates, zero and kernel addresses
+ *   bido_stash_*	the stash of precise IPs and branch addresses: kept,
  *			after the record, without a stash, overflow, a stale
  *			entry
- *   bio_table		the VMA table from IP, callchain and branch
+ *   bido_table		the VMA table from IP, callchain and branch
  *			addresses: order, ranges, pgoff, flags, build-IDs,
  *			every reserved and padding byte zero, executable
  *			mappings only
- *   bio_table_truncated the bound on maps[]
- *   bio_cache		build-ID cache hits, and misses once the file changed
- *   bio_no_build_id	a file that is no ELF: flagged, and cached as such
- *   bio_read_einval	a file whose read() fails with EINVAL (as O_DIRECT
+ *   bido_table_truncated the bound on maps[]
+ *   bido_cache		build-ID cache hits, and misses once the file changed
+ *   bido_no_build_id	a file that is no ELF: flagged, and cached as such
+ *   bido_read_einval	a file whose read() fails with EINVAL (as O_DIRECT
  *			can): the page cache decides, a failed read is
  *			not "no build-ID" and is not cached
- *   bio_reuse_table	what a later sample may reuse: coverage of the
+ *   bido_reuse_table	what a later sample may reuse: coverage of the
  *			last table, merging it into the next record, the
  *			bound on its maps, mm_lock_seq moving on a change
  *
@@ -51,23 +51,23 @@
 
 #include "build_id_offset.h"
 
-/* Address layout of the test mm, in pages from BIO_BASE */
-#define BIO_BASE	0x50000000UL
-#define BIO_P		PAGE_SIZE
-#define BIO_ANON	(BIO_BASE)		/* 2 pages, anonymous */
-#define BIO_FILE0	(BIO_BASE + 4 * BIO_P)	/* 1 page, file offset 0 */
-#define BIO_FILE2	(BIO_BASE + 5 * BIO_P)	/* 2 pages, file offset 2 pages */
-#define BIO_VDSO	(BIO_BASE + 8 * BIO_P)	/* 1 page, "[vdso]" */
-#define BIO_DATA	(BIO_BASE + 10 * BIO_P)	/* 1 page, file, not executable */
-#define BIO_FILE_SIZE	(4 * BIO_P)
+/* Address layout of the test mm, in pages from BIDO_BASE */
+#define BIDO_BASE	0x50000000UL
+#define BIDO_P		PAGE_SIZE
+#define BIDO_ANON	(BIDO_BASE)		/* 2 pages, anonymous */
+#define BIDO_FILE0	(BIDO_BASE + 4 * BIDO_P)	/* 1 page, file offset 0 */
+#define BIDO_FILE2	(BIDO_BASE + 5 * BIDO_P)	/* 2 pages, file offset 2 pages */
+#define BIDO_VDSO	(BIDO_BASE + 8 * BIDO_P)	/* 1 page, "[vdso]" */
+#define BIDO_DATA	(BIDO_BASE + 10 * BIDO_P)	/* 1 page, file, not executable */
+#define BIDO_FILE_SIZE	(4 * BIDO_P)
 
-#define BIO_KERNEL_ADDR	0xffffffff81000000UL
+#define BIDO_KERNEL_ADDR	0xffffffff81000000UL
 
 /* Note type of a GNU build-ID; the kernel headers do not name it */
-#define BIO_NT_GNU_BUILD_ID	3
+#define BIDO_NT_GNU_BUILD_ID	3
 
 /* The smallest ELF file with a GNU build-ID note that lib/buildid reads */
-struct bio_elf {
+struct bido_elf {
 	struct elf64_hdr	ehdr;
 	struct elf64_phdr	phdr;
 	struct elf64_note	nhdr;
@@ -75,13 +75,13 @@ struct bio_elf {
 	u8			desc[BUILD_ID_SIZE_MAX];
 };
 
-static const struct vm_special_mapping bio_vdso_mapping = {
+static const struct vm_special_mapping bido_vdso_mapping = {
 	.name = "[vdso]",
 };
 
-KUNIT_DEFINE_ACTION_WRAPPER(bio_fput, fput, struct file *);
+KUNIT_DEFINE_ACTION_WRAPPER(bido_fput, fput, struct file *);
 
-static void bio_fill_id(u8 *id, u8 seed)
+static void bido_fill_id(u8 *id, u8 seed)
 {
 	int i;
 
@@ -89,7 +89,7 @@ static void bio_fill_id(u8 *id, u8 seed)
 		id[i] = seed + i;
 }
 
-static void bio_elf_init(struct bio_elf *elf, u8 seed)
+static void bido_elf_init(struct bido_elf *elf, u8 seed)
 {
 	memset(elf, 0, sizeof(*elf));
 	memcpy(elf->ehdr.e_ident, ELFMAG, SELFMAG);
@@ -99,69 +99,69 @@ static void bio_elf_init(struct bio_elf *elf, u8 seed)
 	elf->ehdr.e_type = ET_DYN;
 	elf->ehdr.e_machine = EM_X86_64;
 	elf->ehdr.e_version = EV_CURRENT;
-	elf->ehdr.e_phoff = offsetof(struct bio_elf, phdr);
+	elf->ehdr.e_phoff = offsetof(struct bido_elf, phdr);
 	elf->ehdr.e_ehsize = sizeof(elf->ehdr);
 	elf->ehdr.e_phentsize = sizeof(elf->phdr);
 	elf->ehdr.e_phnum = 1;
 
 	elf->phdr.p_type = PT_NOTE;
-	elf->phdr.p_offset = offsetof(struct bio_elf, nhdr);
+	elf->phdr.p_offset = offsetof(struct bido_elf, nhdr);
 	elf->phdr.p_filesz = sizeof(elf->nhdr) + sizeof(elf->name) +
 			     sizeof(elf->desc);
 	elf->phdr.p_align = 4;
 
 	elf->nhdr.n_namesz = sizeof(elf->name);
 	elf->nhdr.n_descsz = sizeof(elf->desc);
-	elf->nhdr.n_type = BIO_NT_GNU_BUILD_ID;
+	elf->nhdr.n_type = BIDO_NT_GNU_BUILD_ID;
 	memcpy(elf->name, "GNU", sizeof(elf->name));
-	bio_fill_id(elf->desc, seed);
+	bido_fill_id(elf->desc, seed);
 }
 
-/* A shmem file of BIO_FILE_SIZE bytes that starts with @len bytes of @buf */
-static struct file *bio_file(struct kunit *test, const void *buf, size_t len)
+/* A shmem file of BIDO_FILE_SIZE bytes that starts with @len bytes of @buf */
+static struct file *bido_file(struct kunit *test, const void *buf, size_t len)
 {
 	struct file *file;
 	loff_t pos = 0;
 
-	file = shmem_file_setup("perf_bio_kunit", BIO_FILE_SIZE, VM_NORESERVE);
+	file = shmem_file_setup("perf_bido_kunit", BIDO_FILE_SIZE, VM_NORESERVE);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(file));
-	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, bio_fput, file));
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test, bido_fput, file));
 	if (len)
 		KUNIT_ASSERT_EQ(test, (ssize_t)len,
 				kernel_write(file, buf, len, &pos));
 	return file;
 }
 
-static struct file *bio_elf_file(struct kunit *test, u8 seed)
+static struct file *bido_elf_file(struct kunit *test, u8 seed)
 {
-	struct bio_elf elf;
+	struct bido_elf elf;
 
-	bio_elf_init(&elf, seed);
-	return bio_file(test, &elf, sizeof(elf));
+	bido_elf_init(&elf, seed);
+	return bido_file(test, &elf, sizeof(elf));
 }
 
-static bool bio_all_zero(const void *p, size_t len)
+static bool bido_all_zero(const void *p, size_t len)
 {
 	return !memchr_inv(p, 0, len);
 }
 
-static void bio_layout(struct kunit *test)
+static void bido_layout(struct kunit *test)
 {
 	struct perf_event_attr attr = {};
 	u64 word;
 
-	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bio_map), 48);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, pgoff), 16);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, build_id_size), 24);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, flags), 25);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, __reserved), 26);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_map, build_id), 28);
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_map), 48);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, pgoff), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, build_id_size), 24);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, flags), 25);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, __reserved), 26);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, build_id), 28);
 
-	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bio_record), 32);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, pid), 8);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, cookie), 16);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, nr), 24);
-	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bio_record, flags), 28);
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_record), 32);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, pid), 8);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, cookie), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, nr), 24);
+	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, flags), 28);
 
 	KUNIT_EXPECT_EQ(test, PERF_SAMPLE_BUILD_ID_OFFSET, 1U << 25);
 	KUNIT_EXPECT_EQ(test, PERF_RECORD_BUILD_ID_OFFSET, 23);
@@ -185,52 +185,52 @@ static void bio_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, word, BIT_ULL(38) | BIT_ULL(39));
 }
 
-static void bio_check_attr(struct kunit *test)
+static void bido_check_attr(struct kunit *test)
 {
 	struct perf_event_attr attr = {
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_BUILD_ID_OFFSET,
 		.exclude_kernel = 1,
 	};
 
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_check_attr(&attr));
 
 	attr.exclude_user = 1;
-	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bido_check_attr(&attr));
 
 	/* Without the sample bit exclude_user is none of our business */
 	attr.sample_type = PERF_SAMPLE_IP;
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_check_attr(&attr));
 
 	attr = (struct perf_event_attr){ .defer_output = 1, .mmap = 1 };
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_check_attr(&attr));
 	attr.inherit = 1;
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_check_attr(&attr));
 	/* A receiver that excludes user space would get user records */
 	attr.exclude_user = 1;
-	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bido_check_attr(&attr));
 
 	attr = (struct perf_event_attr){ .defer_callchain = 1 };
-	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bio_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bido_check_attr(&attr));
 }
 
-static void bio_sort_addrs(struct kunit *test)
+static void bido_sort_addrs(struct kunit *test)
 {
 	unsigned long addrs[] = {
 		0x5000, 0, 0x3000, 0x5000, TASK_SIZE, ULONG_MAX, 0x1000,
-		0x3000, TASK_SIZE - 1, BIO_KERNEL_ADDR,
+		0x3000, TASK_SIZE - 1, BIDO_KERNEL_ADDR,
 	};
 	unsigned long want[] = { 0x1000, 0x3000, 0x5000, TASK_SIZE - 1 };
 	unsigned int n;
 
-	n = perf_bio_sort_addrs(addrs, ARRAY_SIZE(addrs));
+	n = perf_bido_sort_addrs(addrs, ARRAY_SIZE(addrs));
 	KUNIT_ASSERT_EQ(test, n, ARRAY_SIZE(want));
 	KUNIT_EXPECT_MEMEQ(test, addrs, want, sizeof(want));
 
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_sort_addrs(addrs, 0));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_sort_addrs(addrs, 0));
 }
 
-static struct perf_branch_stack *bio_branches(struct kunit *test,
-					      unsigned int nr)
+static struct perf_branch_stack *bido_branches(struct kunit *test,
+					       unsigned int nr)
 {
 	struct perf_branch_stack *bs;
 
@@ -240,162 +240,162 @@ static struct perf_branch_stack *bio_branches(struct kunit *test,
 	return bs;
 }
 
-static struct perf_bio_stash *bio_stash(struct kunit *test,
-					struct perf_bio_task *bt)
+static struct perf_bido_stash *bido_stash(struct kunit *test,
+					  struct perf_bido_task *bt)
 {
 	bt->stash = kunit_kzalloc(test, sizeof(*bt->stash), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, bt->stash);
 	return bt->stash;
 }
 
-/* Room for what perf_bio_take_stash() moves out */
-static unsigned long *bio_stash_buf(struct kunit *test)
+/* Room for what perf_bido_take_stash() moves out */
+static unsigned long *bido_stash_buf(struct kunit *test)
 {
 	unsigned long *buf;
 
-	buf = kunit_kcalloc(test, PERF_BIO_STASH_ENTRIES, sizeof(*buf),
+	buf = kunit_kcalloc(test, PERF_BIDO_STASH_ENTRIES, sizeof(*buf),
 			    GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	return buf;
 }
 
-static void bio_stash_kept(struct kunit *test)
+static void bido_stash_kept(struct kunit *test)
 {
-	struct perf_branch_stack *bs = bio_branches(test, 3);
-	unsigned long *addrs = bio_stash_buf(test);
+	struct perf_branch_stack *bs = bido_branches(test, 3);
+	unsigned long *addrs = bido_stash_buf(test);
 	unsigned long want[] = { 0x4000, 0x1000, 0x2000, 0x1000, 0x3000 };
-	struct perf_bio_task bt = {};
+	struct perf_bido_task bt = {};
 	u32 flags = 0;
 
-	bio_stash(test, &bt);
+	bido_stash(test, &bt);
 	bs->entries[0].from = 0x1000;
 	bs->entries[0].to = 0x2000;
 	/* Kernel and empty addresses are not kept */
-	bs->entries[1].from = BIO_KERNEL_ADDR;
+	bs->entries[1].from = BIDO_KERNEL_ADDR;
 	bs->entries[1].to = 0;
 	bs->entries[2].from = 0x1000;
 	bs->entries[2].to = 0x3000;
 
 	/* A precise IP, then the branches; a kernel IP is not kept */
-	perf_bio_stash_sample(&bt, 7, 0x4000, bs);
-	perf_bio_stash_sample(&bt, 7, BIO_KERNEL_ADDR, NULL);
+	perf_bido_stash_sample(&bt, 7, 0x4000, bs);
+	perf_bido_stash_sample(&bt, 7, BIDO_KERNEL_ADDR, NULL);
 	KUNIT_ASSERT_EQ(test, ARRAY_SIZE(want),
-			perf_bio_take_stash(&bt, 7, addrs, &flags));
+			perf_bido_take_stash(&bt, 7, addrs, &flags));
 	KUNIT_EXPECT_MEMEQ(test, addrs, want, sizeof(want));
 	KUNIT_EXPECT_EQ(test, flags, 0);
 	KUNIT_EXPECT_EQ(test, bt.done, 7);
 	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
 }
 
-static void bio_stash_after_record(struct kunit *test)
+static void bido_stash_after_record(struct kunit *test)
 {
-	struct perf_branch_stack *bs = bio_branches(test, 1);
-	unsigned long *addrs = bio_stash_buf(test);
-	struct perf_bio_task bt = {};
+	struct perf_branch_stack *bs = bido_branches(test, 1);
+	unsigned long *addrs = bido_stash_buf(test);
+	struct perf_bido_task bt = {};
 	u32 flags = 0;
 
-	bio_stash(test, &bt);
+	bido_stash(test, &bt);
 	bs->entries[0].from = 0x1000;
 	bs->entries[0].to = 0x2000;
 
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_take_stash(&bt, 7, addrs, &flags));
 	/* A sample of entry 7 after its record: nothing kept */
-	perf_bio_stash_sample(&bt, 7, 0, bs);
+	perf_bido_stash_sample(&bt, 7, 0, bs);
 	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
 
 	/* The next entry is kept again */
-	perf_bio_stash_sample(&bt, 9, 0, bs);
-	KUNIT_EXPECT_EQ(test, 2, perf_bio_take_stash(&bt, 9, addrs, &flags));
+	perf_bido_stash_sample(&bt, 9, 0, bs);
+	KUNIT_EXPECT_EQ(test, 2, perf_bido_take_stash(&bt, 9, addrs, &flags));
 	KUNIT_EXPECT_EQ(test, flags, 0);
 }
 
-static void bio_stash_missing(struct kunit *test)
+static void bido_stash_missing(struct kunit *test)
 {
-	struct perf_branch_stack *bs = bio_branches(test, 1);
-	unsigned long *addrs = bio_stash_buf(test);
-	struct perf_bio_task bt = {};
+	struct perf_branch_stack *bs = bido_branches(test, 1);
+	unsigned long *addrs = bido_stash_buf(test);
+	struct perf_bido_task bt = {};
 	u32 flags = 0;
 
 	bs->entries[0].from = 0x1000;
-	perf_bio_stash_sample(&bt, 7, 0, bs);
+	perf_bido_stash_sample(&bt, 7, 0, bs);
 	KUNIT_EXPECT_EQ(test, bt.missed, 7);
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 7, addrs, &flags));
-	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED);
 
 	/* Another entry did not miss anything */
 	flags = 0;
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 9, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_take_stash(&bt, 9, addrs, &flags));
 	KUNIT_EXPECT_EQ(test, flags, 0);
 }
 
-static void bio_stash_overflow(struct kunit *test)
+static void bido_stash_overflow(struct kunit *test)
 {
-	unsigned int i, nr = PERF_BIO_STASH_ENTRIES / 2 + 7;
-	struct perf_branch_stack *bs = bio_branches(test, nr);
-	unsigned long *addrs = bio_stash_buf(test);
-	struct perf_bio_task bt = {};
+	unsigned int i, nr = PERF_BIDO_STASH_ENTRIES / 2 + 7;
+	struct perf_branch_stack *bs = bido_branches(test, nr);
+	unsigned long *addrs = bido_stash_buf(test);
+	struct perf_bido_task bt = {};
 	u32 flags = 0;
 
-	bio_stash(test, &bt);
+	bido_stash(test, &bt);
 	for (i = 0; i < nr; i++) {
 		bs->entries[i].from = 0x10000 + i;
 		bs->entries[i].to = 0x20000 + i;
 	}
-	perf_bio_stash_sample(&bt, 7, 0, bs);
-	KUNIT_EXPECT_EQ(test, PERF_BIO_STASH_ENTRIES,
-			perf_bio_take_stash(&bt, 7, addrs, &flags));
-	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+	perf_bido_stash_sample(&bt, 7, 0, bs);
+	KUNIT_EXPECT_EQ(test, PERF_BIDO_STASH_ENTRIES,
+			perf_bido_take_stash(&bt, 7, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED);
 	KUNIT_EXPECT_EQ(test, addrs[0], 0x10000);
 	KUNIT_EXPECT_EQ(test, addrs[1], 0x20000);
 }
 
-static void bio_stash_stale(struct kunit *test)
+static void bido_stash_stale(struct kunit *test)
 {
-	struct perf_branch_stack *bs = bio_branches(test, 1);
-	unsigned long *addrs = bio_stash_buf(test);
-	struct perf_bio_task bt = {};
+	struct perf_branch_stack *bs = bido_branches(test, 1);
+	unsigned long *addrs = bido_stash_buf(test);
+	struct perf_bido_task bt = {};
 	u32 flags = 0;
 
-	bio_stash(test, &bt);
+	bido_stash(test, &bt);
 	bs->entries[0].from = 0x1000;
 	/* Entry 7's work never ran; entry 9 adds to its leftovers */
-	perf_bio_stash_sample(&bt, 7, 0, bs);
-	perf_bio_stash_sample(&bt, 9, 0, bs);
-	KUNIT_EXPECT_EQ(test, 0, perf_bio_take_stash(&bt, 9, addrs, &flags));
-	KUNIT_EXPECT_EQ(test, flags, PERF_BIO_F_ADDRS_DROPPED);
+	perf_bido_stash_sample(&bt, 7, 0, bs);
+	perf_bido_stash_sample(&bt, 9, 0, bs);
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_take_stash(&bt, 9, addrs, &flags));
+	KUNIT_EXPECT_EQ(test, flags, PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED);
 	KUNIT_EXPECT_EQ(test, local_read(&bt.stash->nr), 0);
 }
 
 /* Map the test layout into the test thread's mm */
-static void bio_map_layout(struct kunit *test, struct file *file)
+static void bido_map_layout(struct kunit *test, struct file *file)
 {
 	struct vm_area_struct *vma;
 	struct mm_struct *mm;
 	unsigned long addr;
 
 	/* Code: JIT-like anonymous memory, a file at two offsets */
-	addr = kunit_vm_mmap(test, NULL, BIO_ANON, 2 * BIO_P,
+	addr = kunit_vm_mmap(test, NULL, BIDO_ANON, 2 * BIDO_P,
 			     PROT_READ | PROT_WRITE | PROT_EXEC,
 			     MAP_ANONYMOUS | MAP_PRIVATE | MAP_FIXED, 0);
-	KUNIT_ASSERT_EQ(test, addr, BIO_ANON);
-	addr = kunit_vm_mmap(test, file, BIO_FILE0, BIO_P, PROT_READ | PROT_EXEC,
+	KUNIT_ASSERT_EQ(test, addr, BIDO_ANON);
+	addr = kunit_vm_mmap(test, file, BIDO_FILE0, BIDO_P, PROT_READ | PROT_EXEC,
 			     MAP_PRIVATE | MAP_FIXED, 0);
-	KUNIT_ASSERT_EQ(test, addr, BIO_FILE0);
-	addr = kunit_vm_mmap(test, file, BIO_FILE2, 2 * BIO_P,
+	KUNIT_ASSERT_EQ(test, addr, BIDO_FILE0);
+	addr = kunit_vm_mmap(test, file, BIDO_FILE2, 2 * BIDO_P,
 			     PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED,
-			     2 * BIO_P);
-	KUNIT_ASSERT_EQ(test, addr, BIO_FILE2);
+			     2 * BIDO_P);
+	KUNIT_ASSERT_EQ(test, addr, BIDO_FILE2);
 	/* Data: described by no record, its file never read */
-	addr = kunit_vm_mmap(test, file, BIO_DATA, BIO_P, PROT_READ,
+	addr = kunit_vm_mmap(test, file, BIDO_DATA, BIDO_P, PROT_READ,
 			     MAP_PRIVATE | MAP_FIXED, 0);
-	KUNIT_ASSERT_EQ(test, addr, BIO_DATA);
+	KUNIT_ASSERT_EQ(test, addr, BIDO_DATA);
 
 	mm = current->mm;
 	KUNIT_ASSERT_NOT_NULL(test, mm);
 	mmap_write_lock(mm);
-	vma = _install_special_mapping(mm, BIO_VDSO, BIO_P,
+	vma = _install_special_mapping(mm, BIDO_VDSO, BIDO_P,
 				       VM_READ | VM_EXEC | VM_MAYREAD |
-				       VM_MAYEXEC, &bio_vdso_mapping);
+				       VM_MAYEXEC, &bido_vdso_mapping);
 	mmap_write_unlock(mm);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(vma));
 }
@@ -405,27 +405,27 @@ static void bio_map_layout(struct kunit *test, struct file *file)
  * callchain (with the kinds of junk an unwind can end on), then the
  * branch addresses of two samples.
  */
-static const unsigned long bio_addrs[] = {
-	BIO_FILE0 + 0x10,		/* user IP */
-	BIO_FILE2 + 0x20,		/* callchain */
-	BIO_FILE2 + BIO_P + 0x30,
-	BIO_VDSO + 0x40,
-	BIO_ANON + 8,
-	BIO_KERNEL_ADDR,
+static const unsigned long bido_addrs[] = {
+	BIDO_FILE0 + 0x10,		/* user IP */
+	BIDO_FILE2 + 0x20,		/* callchain */
+	BIDO_FILE2 + BIDO_P + 0x30,
+	BIDO_VDSO + 0x40,
+	BIDO_ANON + 8,
+	BIDO_KERNEL_ADDR,
 	0,
-	BIO_BASE + 3 * BIO_P,		/* branches: in a hole */
-	BIO_DATA + 0x50,		/* into data */
-	BIO_FILE0 + 0x10,		/* again */
-	BIO_ANON + BIO_P + 16,
-	BIO_BASE + 20 * BIO_P,		/* above every VMA */
+	BIDO_BASE + 3 * BIDO_P,		/* branches: in a hole */
+	BIDO_DATA + 0x50,		/* into data */
+	BIDO_FILE0 + 0x10,		/* again */
+	BIDO_ANON + BIDO_P + 16,
+	BIDO_BASE + 20 * BIDO_P,		/* above every VMA */
 };
 
-static void bio_resolve(struct kunit *test, struct perf_bio_resolve *res,
-			unsigned int max_maps)
+static void bido_resolve(struct kunit *test, struct perf_bido_resolve *res,
+			 unsigned int max_maps)
 {
 	size_t maps_size = max_maps * sizeof(*res->maps);
 
-	res->addrs = kunit_kmalloc(test, sizeof(bio_addrs), GFP_KERNEL);
+	res->addrs = kunit_kmalloc(test, sizeof(bido_addrs), GFP_KERNEL);
 	res->maps = kunit_kmalloc(test, maps_size, GFP_KERNEL);
 	res->files = kunit_kcalloc(test, max_maps, sizeof(*res->files),
 				   GFP_KERNEL);
@@ -435,17 +435,17 @@ static void bio_resolve(struct kunit *test, struct perf_bio_resolve *res,
 
 	/* Whatever is not written must not leak: start from 0xff */
 	memset(res->maps, 0xff, maps_size);
-	memcpy(res->addrs, bio_addrs, sizeof(bio_addrs));
-	res->nr_addrs = perf_bio_sort_addrs(res->addrs, ARRAY_SIZE(bio_addrs));
+	memcpy(res->addrs, bido_addrs, sizeof(bido_addrs));
+	res->nr_addrs = perf_bido_sort_addrs(res->addrs, ARRAY_SIZE(bido_addrs));
 	res->max_maps = max_maps;
 
-	perf_bio_find_vmas(current->mm, res);
-	perf_bio_read_build_ids(res);
+	perf_bido_find_vmas(current->mm, res);
+	perf_bido_read_build_ids(res);
 }
 
-static void bio_expect_map(struct kunit *test, const struct perf_bio_map *m,
-			   unsigned long start, unsigned long end, u64 pgoff,
-			   u8 flags, const u8 *id)
+static void bido_expect_map(struct kunit *test, const struct perf_bido_map *m,
+			    unsigned long start, unsigned long end, u64 pgoff,
+			    u8 flags, const u8 *id)
 {
 	KUNIT_EXPECT_EQ(test, m->start, start);
 	KUNIT_EXPECT_EQ(test, m->end, end);
@@ -457,160 +457,160 @@ static void bio_expect_map(struct kunit *test, const struct perf_bio_map *m,
 		KUNIT_EXPECT_MEMEQ(test, m->build_id, id, BUILD_ID_SIZE_MAX);
 	} else {
 		KUNIT_EXPECT_EQ(test, m->build_id_size, 0);
-		KUNIT_EXPECT_TRUE(test, bio_all_zero(m->build_id,
-						     sizeof(m->build_id)));
+		KUNIT_EXPECT_TRUE(test, bido_all_zero(m->build_id,
+						      sizeof(m->build_id)));
 	}
 }
 
-static void bio_table(struct kunit *test)
+static void bido_table(struct kunit *test)
 {
-	struct file *file = bio_elf_file(test, 0x40);
-	struct perf_bio_resolve res = {};
+	struct file *file = bido_elf_file(test, 0x40);
+	struct perf_bido_resolve res = {};
 	u8 id[BUILD_ID_SIZE_MAX];
 	unsigned int i;
 
-	bio_fill_id(id, 0x40);
-	bio_map_layout(test, file);
-	bio_resolve(test, &res, 8);
+	bido_fill_id(id, 0x40);
+	bido_map_layout(test, file);
+	bido_resolve(test, &res, 8);
 
 	/* Sorted, unique, user only; hole, data and above-all stay in */
 	KUNIT_EXPECT_EQ(test, res.nr_addrs, 9);
 	KUNIT_EXPECT_EQ(test, res.flags, 0);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
 
-	bio_expect_map(test, &res.maps[0], BIO_ANON, BIO_ANON + 2 * BIO_P, 0,
-		       PERF_BIO_MAP_ANON, NULL);
-	bio_expect_map(test, &res.maps[1], BIO_FILE0, BIO_FILE0 + BIO_P, 0,
-		       PERF_BIO_MAP_ANON_FILE, id);
-	bio_expect_map(test, &res.maps[2], BIO_FILE2, BIO_FILE2 + 2 * BIO_P,
-		       2 * BIO_P, PERF_BIO_MAP_ANON_FILE, id);
-	bio_expect_map(test, &res.maps[3], BIO_VDSO, BIO_VDSO + BIO_P, 0,
-		       PERF_BIO_MAP_VDSO, NULL);
+	bido_expect_map(test, &res.maps[0], BIDO_ANON, BIDO_ANON + 2 * BIDO_P, 0,
+			PERF_BUILD_ID_OFFSET_MAP_ANON, NULL);
+	bido_expect_map(test, &res.maps[1], BIDO_FILE0, BIDO_FILE0 + BIDO_P, 0,
+			PERF_BUILD_ID_OFFSET_MAP_ANON_FILE, id);
+	bido_expect_map(test, &res.maps[2], BIDO_FILE2, BIDO_FILE2 + 2 * BIDO_P,
+			2 * BIDO_P, PERF_BUILD_ID_OFFSET_MAP_ANON_FILE, id);
+	bido_expect_map(test, &res.maps[3], BIDO_VDSO, BIDO_VDSO + BIDO_P, 0,
+			PERF_BUILD_ID_OFFSET_MAP_VDSO, NULL);
 
 	/* Every file reference was dropped */
 	for (i = 0; i < res.max_maps; i++)
 		KUNIT_EXPECT_NULL(test, res.files[i]);
 }
 
-static void bio_table_truncated(struct kunit *test)
+static void bido_table_truncated(struct kunit *test)
 {
-	struct file *file = bio_elf_file(test, 0x40);
-	struct perf_bio_resolve res = {};
+	struct file *file = bido_elf_file(test, 0x40);
+	struct perf_bido_resolve res = {};
 
-	bio_map_layout(test, file);
-	bio_resolve(test, &res, 2);
+	bido_map_layout(test, file);
+	bido_resolve(test, &res, 2);
 
-	KUNIT_EXPECT_EQ(test, res.flags, PERF_BIO_F_TRUNCATED);
+	KUNIT_EXPECT_EQ(test, res.flags, PERF_BUILD_ID_OFFSET_F_TRUNCATED);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 2);
-	KUNIT_EXPECT_EQ(test, res.maps[0].start, BIO_ANON);
-	KUNIT_EXPECT_EQ(test, res.maps[1].start, BIO_FILE0);
+	KUNIT_EXPECT_EQ(test, res.maps[0].start, BIDO_ANON);
+	KUNIT_EXPECT_EQ(test, res.maps[1].start, BIDO_FILE0);
 }
 
-static void bio_cache(struct kunit *test)
+static void bido_cache(struct kunit *test)
 {
-	struct file *file = bio_elf_file(test, 0x10);
-	struct perf_bio_map map = {};
-	struct perf_bio_key key;
+	struct file *file = bido_elf_file(test, 0x10);
+	struct perf_bido_map map = {};
+	struct perf_bido_key key;
 	u8 id[BUILD_ID_SIZE_MAX];
-	struct bio_elf elf;
+	struct bido_elf elf;
 	loff_t pos = 0;
 
-	KUNIT_EXPECT_EQ(test, perf_bio_file_flags(file), PERF_BIO_MAP_ANON_FILE);
+	KUNIT_EXPECT_EQ(test, perf_bido_file_flags(file), PERF_BUILD_ID_OFFSET_MAP_ANON_FILE);
 
 	/* A new inode is not in the cache; once read, it is */
-	perf_bio_key_init(&key, file);
-	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
-	perf_bio_build_id(file, &map);
-	bio_fill_id(id, 0x10);
+	perf_bido_key_init(&key, file);
+	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
+	perf_bido_build_id(file, &map);
+	bido_fill_id(id, 0x10);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
 	memset(&map, 0, sizeof(map));
-	perf_bio_key_init(&key, file);
-	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
+	perf_bido_key_init(&key, file);
+	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
 	/* Rewrite the note in place, same size: the old entry must miss */
-	bio_elf_init(&elf, 0x80);
+	bido_elf_init(&elf, 0x80);
 	KUNIT_ASSERT_EQ(test, (ssize_t)sizeof(elf),
 			kernel_write(file, &elf, sizeof(elf), &pos));
-	perf_bio_key_init(&key, file);
+	perf_bido_key_init(&key, file);
 	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
-	perf_bio_build_id(file, &map);
-	bio_fill_id(id, 0x80);
+	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
+	perf_bido_build_id(file, &map);
+	bido_fill_id(id, 0x80);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
 	/* The entries of a superblock being shut down go with it */
-	perf_bio_forget_sb(file_inode(file)->i_sb);
+	perf_bido_forget_sb(file_inode(file)->i_sb);
 	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
 }
 
-static void bio_no_build_id(struct kunit *test)
+static void bido_no_build_id(struct kunit *test)
 {
 	static const char text[] = "#!/bin/sh\necho not an ELF file\n";
-	struct file *file = bio_file(test, text, sizeof(text));
-	struct perf_bio_map map = {};
-	struct perf_bio_key key;
+	struct file *file = bido_file(test, text, sizeof(text));
+	struct perf_bido_map map = {};
+	struct perf_bido_key key;
 
-	perf_bio_build_id(file, &map);
-	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
+	perf_bido_build_id(file, &map);
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
-	KUNIT_EXPECT_TRUE(test, bio_all_zero(map.build_id, sizeof(map.build_id)));
+	KUNIT_EXPECT_TRUE(test, bido_all_zero(map.build_id, sizeof(map.build_id)));
 
 	/* Negative results are cached too */
 	memset(&map, 0, sizeof(map));
-	perf_bio_key_init(&key, file);
-	KUNIT_EXPECT_TRUE(test, perf_bio_cache_lookup(&key, &map));
-	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_NO_BUILD_ID);
+	perf_bido_key_init(&key, file);
+	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID);
 }
 
 /* read() of the file fails as it does for O_DIRECT at the wrong alignment */
-static ssize_t bio_einval_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static ssize_t bido_einval_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	return -EINVAL;
 }
 
-static const struct file_operations bio_einval_fops = {
-	.read_iter	= bio_einval_read_iter,
+static const struct file_operations bido_einval_fops = {
+	.read_iter	= bido_einval_read_iter,
 };
 
-static void bio_read_einval(struct kunit *test)
+static void bido_read_einval(struct kunit *test)
 {
-	struct file *cached = bio_elf_file(test, 0x60);
-	struct file *empty = bio_file(test, NULL, 0);
-	struct perf_bio_map map = {};
-	struct perf_bio_key key;
+	struct file *cached = bido_elf_file(test, 0x60);
+	struct file *empty = bido_file(test, NULL, 0);
+	struct perf_bido_map map = {};
+	struct perf_bido_key key;
 	u8 id[BUILD_ID_SIZE_MAX];
 
-	replace_fops(cached, &bio_einval_fops);
-	replace_fops(empty, &bio_einval_fops);
+	replace_fops(cached, &bido_einval_fops);
+	replace_fops(empty, &bido_einval_fops);
 
 	/* The note is in the page cache: found there, read() never asked */
-	KUNIT_EXPECT_TRUE(test, perf_bio_build_id(cached, &map));
-	bio_fill_id(id, 0x60);
+	KUNIT_EXPECT_TRUE(test, perf_bido_build_id(cached, &map));
+	bido_fill_id(id, 0x60);
 	KUNIT_EXPECT_EQ(test, map.flags, 0);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
 	/* Nothing cached and read() fails: not read, and not remembered */
 	memset(&map, 0, sizeof(map));
-	perf_bio_build_id(empty, &map);
-	KUNIT_EXPECT_EQ(test, map.flags, PERF_BIO_MAP_UNREADABLE);
+	perf_bido_build_id(empty, &map);
+	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_UNREADABLE);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
-	KUNIT_EXPECT_TRUE(test, bio_all_zero(map.build_id, sizeof(map.build_id)));
-	perf_bio_key_init(&key, empty);
+	KUNIT_EXPECT_TRUE(test, bido_all_zero(map.build_id, sizeof(map.build_id)));
+	perf_bido_key_init(&key, empty);
 	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bio_cache_lookup(&key, &map));
+	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
 }
 
 /* A table as the deferred work keeps it, from a resolved record */
-static void bio_table_from(struct perf_bio_table *tab,
-			   const struct perf_bio_resolve *res)
+static void bido_table_from(struct perf_bido_table *tab,
+			    const struct perf_bido_resolve *res)
 {
 	memset(tab, 0, sizeof(*tab));
 	tab->cookie = 1;
@@ -619,11 +619,11 @@ static void bio_table_from(struct perf_bio_table *tab,
 	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
 }
 
-static void bio_reuse_table(struct kunit *test)
+static void bido_reuse_table(struct kunit *test)
 {
-	struct file *file = bio_elf_file(test, 0x40);
-	struct perf_bio_resolve res = {}, next = {};
-	struct perf_bio_table *tab;
+	struct file *file = bido_elf_file(test, 0x40);
+	struct perf_bido_resolve res = {}, next = {};
+	struct perf_bido_table *tab;
 	unsigned long __maybe_unused addr;
 	unsigned int __maybe_unused seq;
 	unsigned int i;
@@ -633,95 +633,95 @@ static void bio_reuse_table(struct kunit *test)
 
 	tab = kunit_kzalloc(test, sizeof(*tab), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
-	bio_map_layout(test, file);
-	bio_resolve(test, &res, PERF_BIO_REUSE_MAPS);
+	bido_map_layout(test, file);
+	bido_resolve(test, &res, PERF_BIDO_REUSE_MAPS);
 	KUNIT_ASSERT_TRUE(test, res.looked_up);
 	/* Read under mmap_lock: no writer, so even */
 	KUNIT_EXPECT_EQ(test, res.mm_seq % 2, 0);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
-	bio_table_from(tab, &res);
+	bido_table_from(tab, &res);
 
 	/* Every byte of every map, nothing around them */
 	for (i = 0; i < tab->nr; i++) {
 		bool next = i + 1 < tab->nr &&
 			    tab->maps[i + 1].start == tab->maps[i].end;
 
-		KUNIT_EXPECT_TRUE(test, perf_bio_table_covers(tab, tab->maps[i].start));
-		KUNIT_EXPECT_TRUE(test, perf_bio_table_covers(tab, tab->maps[i].end - 1));
-		KUNIT_EXPECT_EQ(test, perf_bio_table_covers(tab, tab->maps[i].end),
+		KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, tab->maps[i].start));
+		KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, tab->maps[i].end - 1));
+		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, tab->maps[i].end),
 				next);
 	}
-	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_ANON - 1));
-	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_BASE + 3 * BIO_P));
-	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, BIO_KERNEL_ADDR));
-	KUNIT_EXPECT_FALSE(test, perf_bio_table_covers(tab, 0));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_ANON - 1));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_BASE + 3 * BIDO_P));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_KERNEL_ADDR));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, 0));
 
 	/* The next entry runs in one VMA only: its record keeps all four */
 	next.addrs = kunit_kmalloc(test, sizeof(unsigned long), GFP_KERNEL);
-	next.maps = kunit_kmalloc_array(test, PERF_BIO_REUSE_MAPS,
+	next.maps = kunit_kmalloc_array(test, PERF_BIDO_REUSE_MAPS,
 					sizeof(*next.maps), GFP_KERNEL);
-	next.files = kunit_kcalloc(test, PERF_BIO_REUSE_MAPS,
+	next.files = kunit_kcalloc(test, PERF_BIDO_REUSE_MAPS,
 				   sizeof(*next.files), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, next.addrs);
 	KUNIT_ASSERT_NOT_NULL(test, next.maps);
 	KUNIT_ASSERT_NOT_NULL(test, next.files);
-	next.addrs[0] = BIO_VDSO + 0x80;
+	next.addrs[0] = BIDO_VDSO + 0x80;
 	next.nr_addrs = 1;
-	next.max_maps = PERF_BIO_REUSE_MAPS;
-	perf_bio_find_vmas(current->mm, &next);
-	perf_bio_read_build_ids(&next);
+	next.max_maps = PERF_BIDO_REUSE_MAPS;
+	perf_bido_find_vmas(current->mm, &next);
+	perf_bido_read_build_ids(&next);
 	KUNIT_ASSERT_EQ(test, next.nr_maps, 1);
 	KUNIT_EXPECT_EQ(test, next.mm_seq, res.mm_seq);
-	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab), 3);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 3);
 	KUNIT_ASSERT_EQ(test, next.nr_maps, 4);
 	KUNIT_EXPECT_MEMEQ(test, next.maps, res.maps, 4 * sizeof(*res.maps));
 	for (i = 0; i < next.nr_maps; i++)
 		KUNIT_EXPECT_NULL(test, next.files[i]);
 
 	/* Merging again adds nothing */
-	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab), 0);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 0);
 
-	/* Never above PERF_BIO_REUSE_MAPS, and still sorted */
-	tab->nr = PERF_BIO_REUSE_MAPS;
-	for (i = 0; i < PERF_BIO_REUSE_MAPS; i++) {
+	/* Never above PERF_BIDO_REUSE_MAPS, and still sorted */
+	tab->nr = PERF_BIDO_REUSE_MAPS;
+	for (i = 0; i < PERF_BIDO_REUSE_MAPS; i++) {
 		tab->maps[i] = res.maps[0];
-		tab->maps[i].start = BIO_BASE + (64 + 2 * i) * BIO_P;
-		tab->maps[i].end = tab->maps[i].start + BIO_P;
+		tab->maps[i].start = BIDO_BASE + (64 + 2 * i) * BIDO_P;
+		tab->maps[i].end = tab->maps[i].start + BIDO_P;
 	}
 	next.nr_maps = 1;
 	next.maps[0] = res.maps[3];
-	KUNIT_EXPECT_EQ(test, perf_bio_table_merge(&next, tab),
-			PERF_BIO_REUSE_MAPS - 1);
-	KUNIT_EXPECT_EQ(test, next.nr_maps, PERF_BIO_REUSE_MAPS);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab),
+			PERF_BIDO_REUSE_MAPS - 1);
+	KUNIT_EXPECT_EQ(test, next.nr_maps, PERF_BIDO_REUSE_MAPS);
 	for (i = 1; i < next.nr_maps; i++)
 		KUNIT_EXPECT_LT(test, next.maps[i - 1].start, next.maps[i].start);
 
 #ifdef CONFIG_PER_VMA_LOCK
 	/* Any change to the address space moves the count */
 	seq = raw_read_seqcount(&current->mm->mm_lock_seq);
-	addr = kunit_vm_mmap(test, NULL, BIO_BASE + 12 * BIO_P, BIO_P,
+	addr = kunit_vm_mmap(test, NULL, BIDO_BASE + 12 * BIDO_P, BIDO_P,
 			     PROT_READ, MAP_ANONYMOUS | MAP_PRIVATE | MAP_FIXED, 0);
-	KUNIT_ASSERT_EQ(test, addr, BIO_BASE + 12 * BIO_P);
+	KUNIT_ASSERT_EQ(test, addr, BIDO_BASE + 12 * BIDO_P);
 	KUNIT_EXPECT_NE(test, raw_read_seqcount(&current->mm->mm_lock_seq), seq);
 	KUNIT_EXPECT_EQ(test, raw_read_seqcount(&current->mm->mm_lock_seq) % 2, 0);
 #endif
 }
 
 static struct kunit_case build_id_offset_test_cases[] = {
-	KUNIT_CASE(bio_layout),
-	KUNIT_CASE(bio_check_attr),
-	KUNIT_CASE(bio_sort_addrs),
-	KUNIT_CASE(bio_stash_kept),
-	KUNIT_CASE(bio_stash_after_record),
-	KUNIT_CASE(bio_stash_missing),
-	KUNIT_CASE(bio_stash_overflow),
-	KUNIT_CASE(bio_stash_stale),
-	KUNIT_CASE(bio_table),
-	KUNIT_CASE(bio_table_truncated),
-	KUNIT_CASE(bio_cache),
-	KUNIT_CASE(bio_no_build_id),
-	KUNIT_CASE(bio_read_einval),
-	KUNIT_CASE(bio_reuse_table),
+	KUNIT_CASE(bido_layout),
+	KUNIT_CASE(bido_check_attr),
+	KUNIT_CASE(bido_sort_addrs),
+	KUNIT_CASE(bido_stash_kept),
+	KUNIT_CASE(bido_stash_after_record),
+	KUNIT_CASE(bido_stash_missing),
+	KUNIT_CASE(bido_stash_overflow),
+	KUNIT_CASE(bido_stash_stale),
+	KUNIT_CASE(bido_table),
+	KUNIT_CASE(bido_table_truncated),
+	KUNIT_CASE(bido_cache),
+	KUNIT_CASE(bido_no_build_id),
+	KUNIT_CASE(bido_read_einval),
+	KUNIT_CASE(bido_reuse_table),
 	{}
 };
 

@@ -16,7 +16,7 @@
  * overlap, so once a record or a sample with another cookie shows up for a
  * tid, the held samples of the older cookie will get no record and go out
  * unresolved by it (counted).  The same at the thread's exit and at the
- * end; and when more than BIO_HELD_MAX_BYTES are held, the oldest go.
+ * end; and when more than BIDO_HELD_MAX_BYTES are held, the oldest go.
  * Those are delivered with none of their user addresses resolved: the
  * thread's maps are those of other records, which need not be what the
  * sample saw.  So are the samples of a record flagged MM_CHANGED, and the
@@ -62,48 +62,48 @@
 #include "vdso.h"
 
 /* Held sample bytes above which the oldest are delivered unresolved */
-#define BIO_HELD_MAX_BYTES	(64UL << 20)
+#define BIDO_HELD_MAX_BYTES	(64UL << 20)
 
 /* DSOs known by build-ID only, until a name is found: "[build-id:HEX]" */
-#define BIO_DSO_PREFIX		"[build-id:"
+#define BIDO_DSO_PREFIX		"[build-id:"
 
-struct bio_thread {
+struct bido_thread {
 	u64			 last_cookie;	/* of the last record, 0: none */
 	bool			 last_mm_changed; /* that record said MM_CHANGED */
 	struct list_head	 held;
 };
 
-struct bio_join {
-	struct hashmap		*threads;	/* tid -> struct bio_thread */
+struct bido_join {
+	struct hashmap		*threads;	/* tid -> struct bido_thread */
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
-	struct hashmap		*dsos;		/* build-ID -> struct bio_dso */
+	struct hashmap		*dsos;		/* build-ID -> struct bido_dso */
 };
 
 /*
- * The index of bio__findnew_dso(): the DSO found for a build-ID.  A
+ * The index of build_id_offset__findnew_dso(): the DSO found for a build-ID.  A
  * placeholder stands until machine->dsos grows: a DSO added since may
  * have the build-ID and a name.
  */
-struct bio_dso {
+struct bido_dso {
 	struct build_id		 bid;
 	struct dso		*dso;
 	unsigned int		 dsos_cnt;	/* machine->dsos.cnt when found */
 	bool			 used;		/* a record's map has it */
 };
 
-static size_t bio_tid_hash(long key, void *ctx __maybe_unused)
+static size_t bido_tid_hash(long key, void *ctx __maybe_unused)
 {
 	return key;
 }
 
-static bool bio_tid_equal(long key1, long key2, void *ctx __maybe_unused)
+static bool bido_tid_equal(long key1, long key2, void *ctx __maybe_unused)
 {
 	return key1 == key2;
 }
 
 /* Build-IDs are hashes: their first bytes are as good a hash as any */
-static size_t bio_bid_hash(long key, void *ctx __maybe_unused)
+static size_t bido_bid_hash(long key, void *ctx __maybe_unused)
 {
 	const struct build_id *bid = (const struct build_id *)key;
 	size_t hash = 0;
@@ -112,20 +112,20 @@ static size_t bio_bid_hash(long key, void *ctx __maybe_unused)
 	return hash;
 }
 
-static bool bio__build_id_equal(const struct build_id *a, const struct build_id *b)
+static bool build_id_offset__build_id_equal(const struct build_id *a, const struct build_id *b)
 {
 	return a->size == b->size && !memcmp(a->data, b->data, a->size);
 }
 
-static bool bio_bid_equal(long key1, long key2, void *ctx __maybe_unused)
+static bool bido_bid_equal(long key1, long key2, void *ctx __maybe_unused)
 {
-	return bio__build_id_equal((const struct build_id *)key1,
+	return build_id_offset__build_id_equal((const struct build_id *)key1,
 				   (const struct build_id *)key2);
 }
 
-static struct bio_join *machine__bio_join(struct machine *machine)
+static struct bido_join *machine__bido_join(struct machine *machine)
 {
-	struct bio_join *join = machine->bio_join;
+	struct bido_join *join = machine->bido_join;
 
 	if (join)
 		return join;
@@ -133,25 +133,25 @@ static struct bio_join *machine__bio_join(struct machine *machine)
 	join = zalloc(sizeof(*join));
 	if (!join)
 		return NULL;
-	join->threads = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
+	join->threads = hashmap__new(bido_tid_hash, bido_tid_equal, NULL);
 	if (IS_ERR(join->threads)) {
 		free(join);
 		return NULL;
 	}
-	join->dsos = hashmap__new(bio_bid_hash, bio_bid_equal, NULL);
+	join->dsos = hashmap__new(bido_bid_hash, bido_bid_equal, NULL);
 	if (IS_ERR(join->dsos)) {
 		hashmap__free(join->threads);
 		free(join);
 		return NULL;
 	}
 	INIT_LIST_HEAD(&join->held);
-	machine->bio_join = join;
+	machine->bido_join = join;
 	return join;
 }
 
-static struct bio_thread *bio_join__thread(struct bio_join *join, u32 tid, bool create)
+static struct bido_thread *bido_join__thread(struct bido_join *join, u32 tid, bool create)
 {
-	struct bio_thread *bt;
+	struct bido_thread *bt;
 
 	if (hashmap__find(join->threads, tid, &bt))
 		return bt;
@@ -169,7 +169,7 @@ static struct bio_thread *bio_join__thread(struct bio_join *join, u32 tid, bool 
 	return bt;
 }
 
-static void bio_held__delete(struct bio_join *join, struct bio_held *held)
+static void bido_held__delete(struct bido_join *join, struct bido_held *held)
 {
 	list_del(&held->node);
 	list_del(&held->age);
@@ -179,12 +179,12 @@ static void bio_held__delete(struct bio_join *join, struct bio_held *held)
 }
 
 /* Deliver, then free, one held sample; joined: its record was seen */
-static int bio_join__release(struct bio_join *join, struct bio_held *held, bool joined,
-			     bio_deliver_fn deliver, void *data)
+static int bido_join__release(struct bido_join *join, struct bido_held *held, bool joined,
+			      bido_deliver_fn deliver, void *data)
 {
 	int err = deliver(held, joined, data);
 
-	bio_held__delete(join, held);
+	bido_held__delete(join, held);
 	return err;
 }
 
@@ -192,16 +192,16 @@ static int bio_join__release(struct bio_join *join, struct bio_held *held, bool 
  * Deliver the held samples of a thread whose cookie is (joined) or is not
  * (!joined) the given one.
  */
-static int bio_thread__release(struct bio_join *join, struct bio_thread *bt, u64 cookie,
-			       bool joined, bio_deliver_fn deliver, void *data)
+static int bido_thread__release(struct bido_join *join, struct bido_thread *bt, u64 cookie,
+				bool joined, bido_deliver_fn deliver, void *data)
 {
-	struct bio_held *held, *n;
+	struct bido_held *held, *n;
 	int err = 0;
 
 	list_for_each_entry_safe(held, n, &bt->held, node) {
 		if ((held->cookie == cookie) != joined)
 			continue;
-		err = bio_join__release(join, held, joined, deliver, data);
+		err = bido_join__release(join, held, joined, deliver, data);
 		if (err)
 			break;
 	}
@@ -209,29 +209,29 @@ static int bio_thread__release(struct bio_join *join, struct bio_thread *bt, u64
 }
 
 /**
- * bio_join__hold - keep a sample until its record arrives
+ * bido_join__hold - keep a sample until its record arrives
  *
  * Returns 1 if the sample was kept (it is delivered later through
  * @deliver), 0 if the caller delivers it now: it has no cookie, its record
  * was seen already, or there is no memory to keep it.  Only for sessions
  * that deliver in time order.
  */
-int bio_join__hold(struct machine *machine, struct evsel *evsel,
-		   union perf_event *event, struct perf_sample *sample,
-		   bio_deliver_fn deliver, void *data)
+int bido_join__hold(struct machine *machine, struct evsel *evsel,
+		    union perf_event *event, struct perf_sample *sample,
+		    bido_deliver_fn deliver, void *data)
 {
-	struct bio_join *join;
-	struct bio_thread *bt;
-	struct bio_held *held;
+	struct bido_join *join;
+	struct bido_thread *bt;
+	struct bido_held *held;
 	int err;
 
-	if (!sample->bio_cookie)
+	if (!sample->bido_cookie)
 		return 0;
 
-	join = machine__bio_join(machine);
+	join = machine__bido_join(machine);
 	if (!join)
 		return 0;
-	bt = bio_join__thread(join, sample->tid, /*create=*/true);
+	bt = bido_join__thread(join, sample->tid, /*create=*/true);
 	if (!bt)
 		return 0;
 
@@ -240,9 +240,9 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
 	 * one that names the thread's last record: its maps are in.  Unless
 	 * that record said MM_CHANGED: then it resolves nothing, at once.
 	 */
-	if (bt->last_cookie == sample->bio_cookie) {
-		struct bio_held now = {
-			.evsel = evsel, .cookie = sample->bio_cookie,
+	if (bt->last_cookie == sample->bido_cookie) {
+		struct bido_held now = {
+			.evsel = evsel, .cookie = sample->bido_cookie,
 			.tid = sample->tid, .mm_changed = true, .event = event,
 		};
 
@@ -256,8 +256,8 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
 	 * The task returned to user space since the samples held for it were
 	 * taken, and their record, written before that, did not come.
 	 */
-	err = bio_thread__release(join, bt, sample->bio_cookie, /*joined=*/false,
-				  deliver, data);
+	err = bido_thread__release(join, bt, sample->bido_cookie, /*joined=*/false,
+				   deliver, data);
 	if (err)
 		return err;
 
@@ -270,15 +270,15 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
 		return 0;
 	}
 	held->evsel = evsel;
-	held->cookie = sample->bio_cookie;
+	held->cookie = sample->bido_cookie;
 	held->tid = sample->tid;
 	list_add_tail(&held->node, &bt->held);
 	list_add_tail(&held->age, &join->held);
 	join->held_bytes += event->header.size;
 
-	while (join->held_bytes > BIO_HELD_MAX_BYTES) {
-		held = list_first_entry(&join->held, struct bio_held, age);
-		err = bio_join__release(join, held, /*joined=*/false, deliver, data);
+	while (join->held_bytes > BIDO_HELD_MAX_BYTES) {
+		held = list_first_entry(&join->held, struct bido_held, age);
+		err = bido_join__release(join, held, /*joined=*/false, deliver, data);
 		if (err)
 			return err;
 	}
@@ -290,18 +290,18 @@ int bio_join__hold(struct machine *machine, struct evsel *evsel,
  * the thread will get no record.  Delivered now, they resolve against what
  * the thread had before.
  */
-int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
-			   bio_deliver_fn deliver, void *data)
+int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
+			    bido_deliver_fn deliver, void *data)
 {
-	struct bio_join *join = machine->bio_join;
-	struct bio_thread *bt;
+	struct bido_join *join = machine->bido_join;
+	struct bido_thread *bt;
 
 	if (!join)
 		return 0;
-	bt = bio_join__thread(join, tid, /*create=*/false);
+	bt = bido_join__thread(join, tid, /*create=*/false);
 	if (!bt)
 		return 0;
-	return bio_thread__release(join, bt, cookie, /*joined=*/false, deliver, data);
+	return bido_thread__release(join, bt, cookie, /*joined=*/false, deliver, data);
 }
 
 /*
@@ -309,17 +309,17 @@ int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
  * record flagged MM_CHANGED has no maps: its samples are of the program
  * before an exec.
  */
-int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			 u32 flags, bio_deliver_fn deliver, void *data)
+int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
+			  u32 flags, bido_deliver_fn deliver, void *data)
 {
-	struct bio_join *join = machine__bio_join(machine);
-	bool mm_changed = flags & PERF_BIO_F_MM_CHANGED;
-	struct bio_thread *bt;
-	struct bio_held *held;
+	struct bido_join *join = machine__bido_join(machine);
+	bool mm_changed = flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
+	struct bido_thread *bt;
+	struct bido_held *held;
 
 	if (!join)
 		return 0;
-	bt = bio_join__thread(join, tid, /*create=*/true);
+	bt = bido_join__thread(join, tid, /*create=*/true);
 	if (!bt)
 		return 0;
 	/* Later samples of the entry name it too */
@@ -328,7 +328,7 @@ int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
 	list_for_each_entry(held, &bt->held, node)
 		if (held->cookie == cookie)
 			held->mm_changed = mm_changed;
-	return bio_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
+	return bido_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
 }
 
 /*
@@ -337,22 +337,22 @@ int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
  * of them that comes now says MM_CHANGED; they go out as such.  Either
  * way the thread starts over.
  */
-int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
-			 bio_deliver_fn deliver, void *data)
+int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
+			  bido_deliver_fn deliver, void *data)
 {
-	struct bio_join *join = machine->bio_join;
-	struct bio_thread *bt;
-	struct bio_held *held;
+	struct bido_join *join = machine->bido_join;
+	struct bido_thread *bt;
+	struct bido_held *held;
 	int err;
 
 	if (!join)
 		return 0;
-	bt = bio_join__thread(join, tid, /*create=*/false);
+	bt = bido_join__thread(join, tid, /*create=*/false);
 	if (!bt)
 		return 0;
 	list_for_each_entry(held, &bt->held, node)
 		held->mm_changed = exec;
-	err = bio_thread__release(join, bt, 0, /*joined=*/false, deliver, data);
+	err = bido_thread__release(join, bt, 0, /*joined=*/false, deliver, data);
 	if (!err && list_empty(&bt->held)) {
 		hashmap__delete(join->threads, tid, NULL, NULL);
 		free(bt);
@@ -361,24 +361,24 @@ int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
 }
 
 /**
- * bio_held__deliver - parse a held sample again and hand it to @fn
+ * bido_held__deliver - parse a held sample again and hand it to @fn
  *
  * Counts it in @stats if it goes out unresolved: without its record
  * (!joined), or of the program before an exec (held->mm_changed).  Then
  * none of its user addresses resolve against the thread's maps, which are
  * those of other records, maybe of a later address space or program.
  */
-int bio_held__deliver(struct bio_held *held, bool joined, struct machine *machine,
-		      struct events_stats *stats, bio_sample_fn fn, void *data)
+int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
+		       struct events_stats *stats, bido_sample_fn fn, void *data)
 {
 	struct thread *thread = NULL;
 	struct perf_sample sample;
 	int ret;
 
 	if (held->mm_changed)
-		stats->nr_bio_mm_changed_samples++;
+		stats->nr_bido_mm_changed_samples++;
 	else if (!joined)
-		stats->nr_bio_unjoined++;
+		stats->nr_bido_unjoined++;
 
 	ret = evsel__parse_sample(held->evsel, held->event, &sample);
 	if (ret) {
@@ -388,97 +388,97 @@ int bio_held__deliver(struct bio_held *held, bool joined, struct machine *machin
 	if (!joined || held->mm_changed) {
 		thread = machine__findnew_thread(machine, sample.pid, sample.tid);
 		if (thread)
-			thread__set_bio_unresolved(thread, true);
+			thread__set_bido_unresolved(thread, true);
 	}
 	ret = fn(held->evsel, held->event, &sample, machine, data);
 	if (thread) {
-		thread__set_bio_unresolved(thread, false);
+		thread__set_bido_unresolved(thread, false);
 		thread__put(thread);
 	}
 	return ret;
 }
 
 /* The end of the session: nothing more will come */
-int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data)
+int bido_join__flush(struct machine *machine, bido_deliver_fn deliver, void *data)
 {
-	struct bio_join *join = machine->bio_join;
-	struct bio_held *held;
+	struct bido_join *join = machine->bido_join;
+	struct bido_held *held;
 	int err;
 
 	if (!join)
 		return 0;
 	while (!list_empty(&join->held)) {
-		held = list_first_entry(&join->held, struct bio_held, age);
-		err = bio_join__release(join, held, /*joined=*/false, deliver, data);
+		held = list_first_entry(&join->held, struct bido_held, age);
+		err = bido_join__release(join, held, /*joined=*/false, deliver, data);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-void bio_join__delete(struct machine *machine)
+void bido_join__delete(struct machine *machine)
 {
-	struct bio_join *join = machine->bio_join;
+	struct bido_join *join = machine->bido_join;
 	struct hashmap_entry *cur;
 	size_t bkt;
 
 	if (!join)
 		return;
 	while (!list_empty(&join->held))
-		bio_held__delete(join, list_first_entry(&join->held, struct bio_held, age));
+		bido_held__delete(join, list_first_entry(&join->held, struct bido_held, age));
 	hashmap__for_each_entry(join->threads, cur, bkt)
 		free(cur->pvalue);
 	hashmap__free(join->threads);
 	hashmap__for_each_entry(join->dsos, cur, bkt) {
-		struct bio_dso *bd = cur->pvalue;
+		struct bido_dso *bd = cur->pvalue;
 
 		dso__put(bd->dso);
 		free(bd);
 	}
 	hashmap__free(join->dsos);
-	zfree(&machine->bio_join);
+	zfree(&machine->bido_join);
 }
 
-bool bio__dso_is_unnamed(const struct dso *dso)
+bool build_id_offset__dso_is_unnamed(const struct dso *dso)
 {
-	return !strncmp(dso__long_name(dso), BIO_DSO_PREFIX, strlen(BIO_DSO_PREFIX));
+	return !strncmp(dso__long_name(dso), BIDO_DSO_PREFIX, strlen(BIDO_DSO_PREFIX));
 }
 
-struct bio_find_dso {
+struct bido_find_dso {
 	const struct build_id	*bid;
 	struct dso		*dso;
 };
 
-static int bio_find_dso_cb(struct dso *dso, void *data)
+static int bido_find_dso_cb(struct dso *dso, void *data)
 {
-	struct bio_find_dso *args = data;
+	struct bido_find_dso *args = data;
 
-	if (!dso__has_build_id(dso) || !bio__build_id_equal(dso__bid(dso), args->bid))
+	if (!dso__has_build_id(dso) || !build_id_offset__build_id_equal(dso__bid(dso), args->bid))
 		return 0;
 	/* A name (MMAP2, header build-ID table) beats a placeholder */
-	if (args->dso && !bio__dso_is_unnamed(dso))
+	if (args->dso && !build_id_offset__dso_is_unnamed(dso))
 		dso__put(args->dso);
 	else if (args->dso)
 		return 0;
 	args->dso = dso__get(dso);
-	return bio__dso_is_unnamed(dso) ? 0 : 1;
+	return build_id_offset__dso_is_unnamed(dso) ? 0 : 1;
 }
 
 /* The best DSO of a build-ID that machine->dsos has: one with a name */
-static struct dso *bio__scan_dsos(struct machine *machine, const struct build_id *bid)
+static struct dso *build_id_offset__scan_dsos(struct machine *machine, const struct build_id *bid)
 {
-	struct bio_find_dso args = { .bid = bid, };
+	struct bido_find_dso args = { .bid = bid, };
 
-	dsos__for_each_dso(&machine->dsos, bio_find_dso_cb, &args);
+	dsos__for_each_dso(&machine->dsos, bido_find_dso_cb, &args);
 	return args.dso;
 }
 
 /* Remember @dso (or forget the build-ID: NULL) in the index */
-static void bio__index_dso(struct machine *machine, const struct build_id *bid,
-			   struct dso *dso)
+static void build_id_offset__index_dso(struct machine *machine, const struct build_id *bid,
+				       struct dso *dso)
 {
-	struct bio_join *join = machine__bio_join(machine);
-	struct bio_dso *bd;
+	struct bido_join *join = machine__bido_join(machine);
+	struct bido_dso *bd;
 
 	if (!join)
 		return;
@@ -505,11 +505,11 @@ static void bio__index_dso(struct machine *machine, const struct build_id *bid,
 }
 
 /* A record's map has the build-ID: its DSO goes into the build-ID table */
-static void bio__index_used(struct machine *machine, const struct build_id *bid)
+static void build_id_offset__index_used(struct machine *machine, const struct build_id *bid)
 {
-	struct bio_dso *bd;
+	struct bido_dso *bd;
 
-	if (machine->bio_join && hashmap__find(machine->bio_join->dsos, bid, &bd))
+	if (machine->bido_join && hashmap__find(machine->bido_join->dsos, bid, &bd))
 		bd->used = true;
 }
 
@@ -518,18 +518,18 @@ static void bio__index_used(struct machine *machine, const struct build_id *bid)
  * records name the same few build-IDs again and again, a scan of every DSO
  * each time would make reading a file quadratic.
  */
-static struct dso *bio__find_dso(struct machine *machine, const struct build_id *bid)
+static struct dso *build_id_offset__find_dso(struct machine *machine, const struct build_id *bid)
 {
-	struct bio_join *join = machine__bio_join(machine);
-	struct bio_dso *bd;
+	struct bido_join *join = machine__bido_join(machine);
+	struct bido_dso *bd;
 	struct dso *dso;
 
 	if (join && hashmap__find(join->dsos, bid, &bd) &&
-	    (!bio__dso_is_unnamed(bd->dso) || bd->dsos_cnt == machine->dsos.cnt))
+	    (!build_id_offset__dso_is_unnamed(bd->dso) || bd->dsos_cnt == machine->dsos.cnt))
 		return dso__get(bd->dso);
 
-	dso = bio__scan_dsos(machine, bid);
-	bio__index_dso(machine, bid, dso);
+	dso = build_id_offset__scan_dsos(machine, bid);
+	build_id_offset__index_dso(machine, bid, dso);
 	return dso;
 }
 
@@ -538,22 +538,22 @@ static struct dso *bio__find_dso(struct machine *machine, const struct build_id 
  * MMAP2 with a build-ID, the header's build-ID table, or named while
  * recording), else a new one named after the build-ID cache's entry, else
  * a placeholder that 'perf record' names at the end
- * (machine__name_bio_dsos()).
+ * (machine__name_bido_dsos()).
  */
-static struct dso *bio__findnew_dso(struct machine *machine, struct build_id *bid)
+static struct dso *build_id_offset__findnew_dso(struct machine *machine, struct build_id *bid)
 {
 	char sbuild_id[SBUILD_ID_SIZE];
 	char *name = NULL;
-	struct dso *dso = bio__find_dso(machine, bid);
+	struct dso *dso = build_id_offset__find_dso(machine, bid);
 
 	if (dso) {
-		bio__index_used(machine, bid);
+		build_id_offset__index_used(machine, bid);
 		return dso;
 	}
 
 	build_id__sprintf(bid, sbuild_id);
 	name = build_id_cache__origname(sbuild_id);
-	if (!name && asprintf(&name, BIO_DSO_PREFIX "%s]", sbuild_id) < 0)
+	if (!name && asprintf(&name, BIDO_DSO_PREFIX "%s]", sbuild_id) < 0)
 		return NULL;
 
 	dso = dso__new(name);
@@ -565,8 +565,8 @@ static struct dso *bio__findnew_dso(struct machine *machine, struct build_id *bi
 		dso__put(dso);
 		return NULL;
 	}
-	bio__index_dso(machine, bid, dso);
-	bio__index_used(machine, bid);
+	build_id_offset__index_dso(machine, bid, dso);
+	build_id_offset__index_used(machine, bid);
 	return dso;
 }
 
@@ -576,8 +576,9 @@ static struct dso *bio__findnew_dso(struct machine *machine, struct build_id *bi
  * same build-ID, or of none (an MMAP2 without a build-ID names the same
  * VMA: trust the name).
  */
-static bool bio__map_known(struct maps *maps, const struct perf_record_build_id_offset_map *m,
-			   const struct build_id *bid)
+static bool build_id_offset__map_known(struct maps *maps,
+				       const struct perf_record_build_id_offset_map *m,
+				       const struct build_id *bid)
 {
 	struct map *map = maps__find(maps, m->start);
 	bool known = false;
@@ -588,7 +589,7 @@ static bool bio__map_known(struct maps *maps, const struct perf_record_build_id_
 	dso = map__dso(map);
 	if (map__end(map) >= m->end &&
 	    m->start - map__start(map) + map__pgoff(map) == m->pgoff &&
-	    (!dso__has_build_id(dso) || bio__build_id_equal(dso__bid(dso), bid)))
+	    (!dso__has_build_id(dso) || build_id_offset__build_id_equal(dso__bid(dso), bid)))
 		known = true;
 	map__put(map);
 	return known;
@@ -599,8 +600,8 @@ static bool bio__map_known(struct maps *maps, const struct perf_record_build_id_
  * a map of the addresses themselves onto /tmp/perf-PID.map, where a JIT
  * may list its symbols.
  */
-static int bio__insert_anon_map(struct machine *machine, struct thread *thread,
-				const struct perf_record_build_id_offset_map *m)
+static int build_id_offset__insert_anon_map(struct machine *machine, struct thread *thread,
+					    const struct perf_record_build_id_offset_map *m)
 {
 	struct map *map = maps__find(thread__maps(thread), m->start);
 	char anon[] = "//anon";
@@ -624,8 +625,8 @@ static int bio__insert_anon_map(struct machine *machine, struct thread *thread,
 	return err;
 }
 
-static int bio__insert_map(struct machine *machine, struct thread *thread,
-			   const struct perf_record_build_id_offset_map *m)
+static int build_id_offset__insert_map(struct machine *machine, struct thread *thread,
+				       const struct perf_record_build_id_offset_map *m)
 {
 	struct build_id bid;
 	struct dso *dso;
@@ -635,10 +636,10 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
 
 	if (m->end <= m->start)
 		return 0;
-	if (m->flags & PERF_BIO_MAP_ANON)
-		return bio__insert_anon_map(machine, thread, m);
+	if (m->flags & PERF_BUILD_ID_OFFSET_MAP_ANON)
+		return build_id_offset__insert_anon_map(machine, thread, m);
 
-	if (m->flags & PERF_BIO_MAP_VDSO) {
+	if (m->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO) {
 		map = maps__find(thread__maps(thread), m->start);
 		if (map) {
 			bool known = dso__is_vdso(map__dso(map)) &&
@@ -655,9 +656,9 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
 		if (!m->build_id_size)
 			return 0;
 		build_id__init(&bid, m->build_id, min_t(u8, m->build_id_size, BUILD_ID_SIZE));
-		if (bio__map_known(thread__maps(thread), m, &bid))
+		if (build_id_offset__map_known(thread__maps(thread), m, &bid))
 			return 0;
-		dso = bio__findnew_dso(machine, &bid);
+		dso = build_id_offset__findnew_dso(machine, &bid);
 	}
 	if (!dso)
 		return -ENOMEM;
@@ -679,35 +680,35 @@ static int bio__insert_map(struct machine *machine, struct thread *thread,
  * Put the maps of a PERF_RECORD_BUILD_ID_OFFSET into its thread's maps, so
  * that the samples it is for resolve through thread__find_map().
  */
-int bio__insert_maps(struct machine *machine, union perf_event *event)
+int build_id_offset__insert_maps(struct machine *machine, union perf_event *event)
 {
-	struct perf_record_build_id_offset *bio = &event->build_id_offset;
+	struct perf_record_build_id_offset *bido = &event->build_id_offset;
 	u32 i, nr = perf_event__build_id_offset_nr(event);
 	struct thread *thread;
 	int err = 0;
 
 	/* The addresses were of the program before an exec: no maps */
-	if (!nr || (bio->flags & PERF_BIO_F_MM_CHANGED))
+	if (!nr || (bido->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
 		return 0;
 
-	thread = machine__findnew_thread(machine, bio->pid, bio->tid);
+	thread = machine__findnew_thread(machine, bido->pid, bido->tid);
 	if (!thread)
 		return -ENOMEM;
 	for (i = 0; i < nr && !err; i++)
-		err = bio__insert_map(machine, thread, &bio->maps[i]);
+		err = build_id_offset__insert_map(machine, thread, &bido->maps[i]);
 	thread__put(thread);
 	return err;
 }
 
-static bool bio__path_has_build_id(const char *path, const struct build_id *bid)
+static bool build_id_offset__path_has_build_id(const char *path, const struct build_id *bid)
 {
 	struct build_id file_bid;
 
 	return filename__read_build_id(path, &file_bid) > 0 &&
-	       bio__build_id_equal(&file_bid, bid);
+	       build_id_offset__build_id_equal(&file_bid, bid);
 }
 
-static int bio__set_name(struct dso *dso, const char *path)
+static int build_id_offset__set_name(struct dso *dso, const char *path)
 {
 	char *name = strdup(path);
 
@@ -723,18 +724,18 @@ static int bio__set_name(struct dso *dso, const char *path)
  * Give the build-ID a DSO named @path: rename its placeholder, or add one.
  * Returns 1 if it got a name so, 0 if it had one, or a negative error.
  */
-static int bio__name_build_id(struct machine *machine, struct build_id *bid,
-			      const char *path)
+static int build_id_offset__name_build_id(struct machine *machine, struct build_id *bid,
+					  const char *path)
 {
-	struct dso *dso = bio__find_dso(machine, bid);
+	struct dso *dso = build_id_offset__find_dso(machine, bid);
 	int err = 1;
 
-	if (dso && !bio__dso_is_unnamed(dso)) {
+	if (dso && !build_id_offset__dso_is_unnamed(dso)) {
 		dso__put(dso);
 		return 0;
 	}
 	if (dso) {
-		err = bio__set_name(dso, path) ?: 1;
+		err = build_id_offset__set_name(dso, path) ?: 1;
 		dso__put(dso);
 		return err;
 	}
@@ -747,7 +748,7 @@ static int bio__name_build_id(struct machine *machine, struct build_id *bid,
 	if (dsos__add(&machine->dsos, dso))
 		err = -ENOMEM;
 	else
-		bio__index_dso(machine, bid, dso);
+		build_id_offset__index_dso(machine, bid, dso);
 	dso__put(dso);
 	return err;
 }
@@ -758,64 +759,64 @@ static int bio__name_build_id(struct machine *machine, struct build_id *bid,
  * Of a record, the bytes the namer reads: up to a sample's time (header,
  * identifier, IP, pid/tid, time), or up to an EXIT's tid
  */
-#define BIO_SCAN_PREFIX		40
+#define BIDO_SCAN_PREFIX		40
 
 /* Where the namer is in the stream of records of one ring buffer */
-struct bio_scan {
+struct bido_scan {
 	u64			skip;		/* bytes of a record yet to come */
 	u32			len;		/* of prefix */
 	bool			broken;		/* a header made no sense */
-	u8			prefix[BIO_SCAN_PREFIX];
+	u8			prefix[BIDO_SCAN_PREFIX];
 };
 
 /* A file of a process, as /proc/PID/maps shows it */
-struct bio_file {
+struct bido_file {
 	u64			dev;
 	u64			ino;
 };
 
 /* A task seen in samples, whose COMM the kernel did not give */
-struct bio_task {
+struct bido_task {
 	u32			pid;
 	u64			time;		/* of its earliest sample seen */
 	bool			done;
 };
 
-struct bio_namer {
+struct bido_namer {
 	struct machine		*machine;
 	struct mutex		 lock;		/* 'perf record --threads' */
-	struct hashmap		*scans;		/* struct mmap * -> struct bio_scan */
-	struct hashmap		*pids;		/* pid -> BIO_PID_* */
-	struct hashmap		*files;		/* struct bio_file * -> itself */
-	struct hashmap		*tasks;		/* tid -> struct bio_task */
-	bio_named_fn		 named;
-	bio_comm_fn		 comm;
+	struct hashmap		*scans;		/* struct mmap * -> struct bido_scan */
+	struct hashmap		*pids;		/* pid -> BIDO_PID_* */
+	struct hashmap		*files;		/* struct bido_file * -> itself */
+	struct hashmap		*tasks;		/* tid -> struct bido_task */
+	bido_named_fn		 named;
+	bido_comm_fn		 comm;
 	void			*data;
 	/* Where a sample has its pid/tid and time, 0: not read */
 	u32			 tid_pos, time_pos;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
 };
 
-#define BIO_PID_PENDING		1
-#define BIO_PID_DONE		2
+#define BIDO_PID_PENDING	1
+#define BIDO_PID_DONE		2
 
-static size_t bio_file_hash(long key, void *ctx __maybe_unused)
+static size_t bido_file_hash(long key, void *ctx __maybe_unused)
 {
-	const struct bio_file *f = (const struct bio_file *)key;
+	const struct bido_file *f = (const struct bido_file *)key;
 
 	return f->ino * 31 + f->dev;
 }
 
-static bool bio_file_equal(long key1, long key2, void *ctx __maybe_unused)
+static bool bido_file_equal(long key1, long key2, void *ctx __maybe_unused)
 {
-	const struct bio_file *a = (const struct bio_file *)key1;
-	const struct bio_file *b = (const struct bio_file *)key2;
+	const struct bido_file *a = (const struct bido_file *)key1;
+	const struct bido_file *b = (const struct bido_file *)key2;
 
 	return a->dev == b->dev && a->ino == b->ino;
 }
 
 /**
- * bio_namer__new - name, while recording, the files records are about
+ * bido_namer__new - name, while recording, the files records are about
  *
  * The files that tasks mapped before perf started have no MMAP2 to name
  * them.  While 'perf record' writes the ring buffers out, the namer sees
@@ -826,9 +827,9 @@ static bool bio_file_equal(long key1, long key2, void *ctx __maybe_unused)
  * is told of each build-ID so named: 'perf record' writes a
  * PERF_RECORD_HEADER_BUILD_ID for it, which names it in pipe mode too.
  */
-struct bio_namer *bio_namer__new(struct machine *machine, bio_named_fn named, void *data)
+struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named, void *data)
 {
-	struct bio_namer *namer = zalloc(sizeof(*namer));
+	struct bido_namer *namer = zalloc(sizeof(*namer));
 
 	if (!namer)
 		return NULL;
@@ -836,23 +837,23 @@ struct bio_namer *bio_namer__new(struct machine *machine, bio_named_fn named, vo
 	namer->named = named;
 	namer->data = data;
 	mutex_init(&namer->lock);
-	namer->scans = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
-	namer->pids = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
-	namer->files = hashmap__new(bio_file_hash, bio_file_equal, NULL);
-	namer->tasks = hashmap__new(bio_tid_hash, bio_tid_equal, NULL);
+	namer->scans = hashmap__new(bido_tid_hash, bido_tid_equal, NULL);
+	namer->pids = hashmap__new(bido_tid_hash, bido_tid_equal, NULL);
+	namer->files = hashmap__new(bido_file_hash, bido_file_equal, NULL);
+	namer->tasks = hashmap__new(bido_tid_hash, bido_tid_equal, NULL);
 	if (IS_ERR(namer->scans) || IS_ERR(namer->pids) || IS_ERR(namer->files) ||
 	    IS_ERR(namer->tasks)) {
 		namer->scans = IS_ERR(namer->scans) ? NULL : namer->scans;
 		namer->pids = IS_ERR(namer->pids) ? NULL : namer->pids;
 		namer->files = IS_ERR(namer->files) ? NULL : namer->files;
 		namer->tasks = IS_ERR(namer->tasks) ? NULL : namer->tasks;
-		bio_namer__delete(namer);
+		bido_namer__delete(namer);
 		return NULL;
 	}
 	return namer;
 }
 
-void bio_namer__delete(struct bio_namer *namer)
+void bido_namer__delete(struct bido_namer *namer)
 {
 	struct hashmap_entry *cur;
 	size_t bkt;
@@ -884,7 +885,7 @@ void bio_namer__delete(struct bio_namer *namer)
 }
 
 /**
- * bio_namer__set_comm - also give the COMM of each task seen in samples
+ * bido_namer__set_comm - also give the COMM of each task seen in samples
  *
  * 'perf record --synth=no' reads no COMM of the tasks that exist when it
  * starts.  With @comm set, the namer reads the comm of each task the
@@ -894,7 +895,7 @@ void bio_namer__delete(struct bio_namer *namer)
  * of every event (perf record gives all of them IP, TID and TIME, and
  * IDENTIFIER to all or none).
  */
-void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn comm)
+void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm)
 {
 	u32 pos = sizeof(struct perf_event_header);
 
@@ -910,9 +911,9 @@ void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn c
 }
 
 /* The entry of task @tid; @added says whether it was new */
-static struct bio_task *bio_namer__findnew_task(struct bio_namer *namer, u32 tid, bool *added)
+static struct bido_task *bido_namer__findnew_task(struct bido_namer *namer, u32 tid, bool *added)
 {
-	struct bio_task *task;
+	struct bido_task *task;
 
 	*added = false;
 	if (hashmap__find(namer->tasks, tid, &task))
@@ -929,16 +930,16 @@ static struct bio_task *bio_namer__findnew_task(struct bio_namer *namer, u32 tid
 }
 
 /* A task that needs its comm from @time on, unless the kernel gave it */
-static void bio_namer__task(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
+static void bido_namer__task(struct bido_namer *namer, u32 pid, u32 tid, u64 time)
 {
-	struct bio_task *task;
+	struct bido_task *task;
 	bool added;
 
 	/* The idle task has its name; -1: no task */
 	if (!tid || tid == (u32)-1 || pid == (u32)-1)
 		return;
 
-	task = bio_namer__findnew_task(namer, tid, &added);
+	task = bido_namer__findnew_task(namer, tid, &added);
 	if (!task)
 		return;
 	if (added) {
@@ -949,7 +950,7 @@ static void bio_namer__task(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
 	}
 }
 
-static void bio_namer__sample(struct bio_namer *namer, const u8 *prefix, u32 len)
+static void bido_namer__sample(struct bido_namer *namer, const u8 *prefix, u32 len)
 {
 	u32 pid, tid;
 	u64 time;
@@ -959,35 +960,35 @@ static void bio_namer__sample(struct bio_namer *namer, const u8 *prefix, u32 len
 	memcpy(&pid, prefix + namer->tid_pos, sizeof(pid));
 	memcpy(&tid, prefix + namer->tid_pos + sizeof(pid), sizeof(tid));
 	memcpy(&time, prefix + namer->time_pos, sizeof(time));
-	bio_namer__task(namer, pid, tid, time);
+	bido_namer__task(namer, pid, tid, time);
 }
 
 /* The kernel named the task (exec, or it was made while recording) */
-static void bio_namer__comm_record(struct bio_namer *namer, u32 tid)
+static void bido_namer__comm_record(struct bido_namer *namer, u32 tid)
 {
 	bool added;
-	struct bio_task *task = bio_namer__findnew_task(namer, tid, &added);
+	struct bido_task *task = bido_namer__findnew_task(namer, tid, &added);
 
 	if (task)
 		task->done = true;
 }
 
 /* One record's first bytes: note a process to name, or one that ended */
-static void bio_namer__record(struct bio_namer *namer, const u8 *prefix, u32 len)
+static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 len)
 {
 	const struct perf_event_header *hdr = (const void *)prefix;
-	struct bio_task *task;
+	struct bido_task *task;
 	u32 pid, tid;
 
 	switch (hdr->type) {
 	case PERF_RECORD_SAMPLE:
-		bio_namer__sample(namer, prefix, len);
+		bido_namer__sample(namer, prefix, len);
 		break;
 	case PERF_RECORD_COMM:
 		if (!namer->comm || len < offsetof(struct perf_record_comm, comm))
 			return;
 		memcpy(&tid, prefix + offsetof(struct perf_record_comm, tid), sizeof(tid));
-		bio_namer__comm_record(namer, tid);
+		bido_namer__comm_record(namer, tid);
 		break;
 	case PERF_RECORD_FORK: {
 		u32 ppid, ptid;
@@ -999,7 +1000,7 @@ static void bio_namer__record(struct bio_namer *namer, const u8 *prefix, u32 len
 		memcpy(&ppid, prefix + offsetof(struct perf_record_fork, ppid), sizeof(ppid));
 		memcpy(&ptid, prefix + offsetof(struct perf_record_fork, ptid), sizeof(ptid));
 		memcpy(&time, prefix + offsetof(struct perf_record_fork, time), sizeof(time));
-		bio_namer__task(namer, ppid, ptid, time);
+		bido_namer__task(namer, ppid, ptid, time);
 		break;
 	}
 	case PERF_RECORD_BUILD_ID_OFFSET:
@@ -1008,7 +1009,7 @@ static void bio_namer__record(struct bio_namer *namer, const u8 *prefix, u32 len
 		memcpy(&pid, prefix + offsetof(struct perf_record_build_id_offset, pid),
 		       sizeof(pid));
 		if (pid && pid != (u32)-1 && !hashmap__find(namer->pids, pid, NULL))
-			hashmap__add(namer->pids, pid, BIO_PID_PENDING);
+			hashmap__add(namer->pids, pid, BIDO_PID_PENDING);
 		break;
 	case PERF_RECORD_EXIT:
 		if (len < offsetof(struct perf_record_fork, ptid))
@@ -1027,16 +1028,16 @@ static void bio_namer__record(struct bio_namer *namer, const u8 *prefix, u32 len
 }
 
 /**
- * bio_namer__scan - read the records in data on their way out
+ * bido_namer__scan - read the records in data on their way out
  *
  * @key names the ring buffer: its data comes in order, in pieces that may
  * split a record (at the buffer's wrap).  Only records' first bytes are
- * read; no file is opened here (bio_namer__run() does that).
+ * read; no file is opened here (bido_namer__run() does that).
  */
-void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, size_t size)
+void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf, size_t size)
 {
 	const u8 *p = buf;
-	struct bio_scan *scan;
+	struct bido_scan *scan;
 
 	mutex_lock(&namer->lock);
 	if (!hashmap__find(namer->scans, (long)key, &scan)) {
@@ -1059,7 +1060,7 @@ void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, 
 			continue;
 		}
 		if (scan->len >= sizeof(*hdr))
-			want = min_t(u32, hdr->size, BIO_SCAN_PREFIX);
+			want = min_t(u32, hdr->size, BIDO_SCAN_PREFIX);
 		n = min_t(size_t, want - scan->len, size);
 		memcpy(scan->prefix + scan->len, p, n);
 		scan->len += n;
@@ -1073,9 +1074,9 @@ void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, 
 			scan->broken = true;
 			break;
 		}
-		if (scan->len < min_t(u32, hdr->size, BIO_SCAN_PREFIX))
+		if (scan->len < min_t(u32, hdr->size, BIDO_SCAN_PREFIX))
 			continue;
-		bio_namer__record(namer, scan->prefix, scan->len);
+		bido_namer__record(namer, scan->prefix, scan->len);
 		scan->skip = hdr->size - scan->len;
 		scan->len = 0;
 	}
@@ -1089,11 +1090,11 @@ out:
  * capability map_files asks for, the path that maps shows, if it is still
  * the same inode.
  */
-static int bio_namer__name_file(struct bio_namer *namer, pid_t pid, u64 start, u64 end,
-				const struct bio_file *f, const char *path)
+static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start, u64 end,
+				 const struct bido_file *f, const char *path)
 {
 	char link[PATH_MAX], name[PATH_MAX];
-	struct bio_file *seen;
+	struct bido_file *seen;
 	struct build_id bid;
 	struct stat st;
 	ssize_t len;
@@ -1130,7 +1131,7 @@ static int bio_namer__name_file(struct bio_namer *namer, pid_t pid, u64 start, u
 	ret = 0;
 	if (len > 0 && filename__read_build_id(link, &bid) > 0) {
 		name[len] = '\0';
-		ret = bio__name_build_id(namer->machine, &bid, name);
+		ret = build_id_offset__name_build_id(namer->machine, &bid, name);
 		if (ret > 0) {
 			namer->nr_named++;
 			ret = namer->named ? namer->named(&bid, name, namer->data) : 0;
@@ -1141,7 +1142,7 @@ static int bio_namer__name_file(struct bio_namer *namer, pid_t pid, u64 start, u
 }
 
 /* The executable file mappings of a process, each file once */
-static int bio_namer__name_pid(struct bio_namer *namer, pid_t pid)
+static int bido_namer__name_pid(struct bido_namer *namer, pid_t pid)
 {
 	char path[PATH_MAX], perms[5], *line = NULL;
 	size_t line_size = 0;
@@ -1158,7 +1159,7 @@ static int bio_namer__name_pid(struct bio_namer *namer, pid_t pid)
 	while (!err && getline(&line, &line_size, fp) > 0) {
 		u64 start, end, pgoff, ino;
 		unsigned int major, minor;
-		struct bio_file f;
+		struct bido_file f;
 		char *name;
 		int n = 0;
 
@@ -1171,7 +1172,7 @@ static int bio_namer__name_pid(struct bio_namer *namer, pid_t pid)
 		name[strcspn(name, "\n")] = '\0';
 		f.dev = (u64)major << 32 | minor;
 		f.ino = ino;
-		err = bio_namer__name_file(namer, pid, start, end, &f, name);
+		err = bido_namer__name_file(namer, pid, start, end, &f, name);
 	}
 	free(line);
 	fclose(fp);
@@ -1179,11 +1180,11 @@ static int bio_namer__name_pid(struct bio_namer *namer, pid_t pid)
 }
 
 /**
- * bio__read_comm - a live task's comm, from /proc/PID/task/TID/comm
+ * build_id_offset__read_comm - a live task's comm, from /proc/PID/task/TID/comm
  *
  * Returns 0, or -1 if the task is gone.
  */
-int bio__read_comm(u32 pid, u32 tid, char *comm, size_t size)
+int build_id_offset__read_comm(u32 pid, u32 tid, char *comm, size_t size)
 {
 	char path[PATH_MAX];
 	ssize_t len;
@@ -1203,26 +1204,26 @@ int bio__read_comm(u32 pid, u32 tid, char *comm, size_t size)
 }
 
 /* A task's comm, from /proc, for its samples from @time on */
-static int bio_namer__comm(struct bio_namer *namer, u32 pid, u32 tid, u64 time)
+static int bido_namer__comm(struct bido_namer *namer, u32 pid, u32 tid, u64 time)
 {
 	char comm[32];
 
-	if (bio__read_comm(pid, tid, comm, sizeof(comm)))
+	if (build_id_offset__read_comm(pid, tid, comm, sizeof(comm)))
 		return 0;
 	namer->nr_comms++;
 	return namer->comm(pid, tid, time ? time - 1 : 0, comm, namer->data);
 }
 
 /**
- * bio_namer__run - name what bio_namer__scan() saw
+ * bido_namer__run - name what bido_namer__scan() saw
  *
- * The comm of each task seen since the last run (with bio_namer__set_comm()),
+ * The comm of each task seen since the last run (with bido_namer__set_comm()),
  * then the files of each process seen since the last run, once in its
  * life: the mappings it makes from now on come with MMAP2 records, which
  * name their files.  Returns what @named or @comm returned if it failed,
  * else 0.
  */
-int bio_namer__run(struct bio_namer *namer)
+int bido_namer__run(struct bido_namer *namer)
 {
 	struct hashmap_entry *cur;
 	size_t bkt;
@@ -1235,20 +1236,20 @@ int bio_namer__run(struct bio_namer *namer)
 	 * exits meanwhile would get no comm.
 	 */
 	hashmap__for_each_entry(namer->tasks, cur, bkt) {
-		struct bio_task *task = cur->pvalue;
+		struct bido_task *task = cur->pvalue;
 
 		if (task->done)
 			continue;
 		task->done = true;
-		err = bio_namer__comm(namer, task->pid, cur->key, task->time);
+		err = bido_namer__comm(namer, task->pid, cur->key, task->time);
 		if (err)
 			goto out;
 	}
 	hashmap__for_each_entry(namer->pids, cur, bkt) {
-		if (cur->value != BIO_PID_PENDING)
+		if (cur->value != BIDO_PID_PENDING)
 			continue;
-		cur->value = BIO_PID_DONE;
-		err = bio_namer__name_pid(namer, cur->key);
+		cur->value = BIDO_PID_DONE;
+		err = bido_namer__name_pid(namer, cur->key);
 		if (err)
 			break;
 	}
@@ -1259,22 +1260,22 @@ out:
 
 /* ---- Tools that deliver live events themselves: perf top ---- */
 
-struct bio_live_args {
+struct bido_live_args {
 	struct machine		*machine;
 	struct events_stats	*stats;
-	bio_sample_fn		 fn;
+	bido_sample_fn		 fn;
 	void			*data;
 };
 
-static int bio_live__deliver(struct bio_held *held, bool joined, void *data)
+static int bido_live__deliver(struct bido_held *held, bool joined, void *data)
 {
-	struct bio_live_args *args = data;
+	struct bido_live_args *args = data;
 
-	return bio_held__deliver(held, joined, args->machine, args->stats, args->fn, args->data);
+	return bido_held__deliver(held, joined, args->machine, args->stats, args->fn, args->data);
 }
 
 /* A task that existed before the tool started: its comm, once */
-static void bio_live__comm(struct machine *machine, struct perf_sample *sample)
+static void bido_live__comm(struct machine *machine, struct perf_sample *sample)
 {
 	struct thread *thread;
 	char comm[32];
@@ -1285,13 +1286,13 @@ static void bio_live__comm(struct machine *machine, struct perf_sample *sample)
 	if (!thread)
 		return;
 	if (!thread__comm_set(thread) &&
-	    !bio__read_comm(sample->pid, sample->tid, comm, sizeof(comm)))
+	    !build_id_offset__read_comm(sample->pid, sample->tid, comm, sizeof(comm)))
 		thread__set_comm(thread, comm, sample->time);
 	thread__put(thread);
 }
 
 /**
- * bio_live__event - join live events, in time order, without a session
+ * bido_live__event - join live events, in time order, without a session
  *
  * For a tool that reads the buffers itself and delivers their events in
  * time order (perf top's ordered queue), on one thread.  The tool calls
@@ -1304,49 +1305,49 @@ static void bio_live__comm(struct machine *machine, struct perf_sample *sample)
  * samples went to @fn).  0: the tool handles the event itself.  Or a
  * negative error.
  */
-int bio_live__event(struct machine *machine, struct bio_namer *namer, struct evsel *evsel,
-		    union perf_event *event, struct perf_sample *sample,
-		    struct events_stats *stats, bio_sample_fn fn, void *data)
+int bido_live__event(struct machine *machine, struct bido_namer *namer, struct evsel *evsel,
+		     union perf_event *event, struct perf_sample *sample,
+		     struct events_stats *stats, bido_sample_fn fn, void *data)
 {
-	struct bio_live_args args = {
+	struct bido_live_args args = {
 		.machine = machine, .stats = stats, .fn = fn, .data = data,
 	};
-	struct perf_record_build_id_offset *bio = &event->build_id_offset;
+	struct perf_record_build_id_offset *bido = &event->build_id_offset;
 	int ret;
 
 	switch (event->header.type) {
 	case PERF_RECORD_SAMPLE:
-		bio_live__comm(machine, sample);
-		if (!sample->bio_cookie)
+		bido_live__comm(machine, sample);
+		if (!sample->bido_cookie)
 			return 0;
-		return bio_join__hold(machine, evsel, event, sample, bio_live__deliver, &args);
+		return bido_join__hold(machine, evsel, event, sample, bido_live__deliver, &args);
 	case PERF_RECORD_BUILD_ID_OFFSET:
 		events_stats__inc(stats, event->header.type);
 		if (namer) {
-			bio_namer__scan(namer, namer, event, event->header.size);
-			ret = bio_namer__run(namer);
+			bido_namer__scan(namer, namer, event, event->header.size);
+			ret = bido_namer__run(namer);
 			if (ret)
 				return ret;
 		}
-		ret = bio_join__record_begin(machine, bio->tid, bio->cookie, bio_live__deliver,
-					     &args);
+		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_live__deliver,
+					      &args);
 		if (!ret)
 			ret = machine__process_build_id_offset(machine, event, sample);
 		if (!ret)
-			ret = bio_join__record_end(machine, bio->tid, bio->cookie, bio->flags,
-						   bio_live__deliver, &args);
+			ret = bido_join__record_end(machine, bido->tid, bido->cookie, bido->flags,
+						    bido_live__deliver, &args);
 		return ret ?: 1;
 	case PERF_RECORD_COMM:
 		if (!(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
 			return 0;
-		return bio_join__end_thread(machine, event->comm.tid, /*exec=*/true,
-					    bio_live__deliver, &args);
+		return bido_join__end_thread(machine, event->comm.tid, /*exec=*/true,
+					    bido_live__deliver, &args);
 	case PERF_RECORD_EXIT:
 		/* The pid may be another process's next */
 		if (namer)
-			bio_namer__scan(namer, namer, event, event->header.size);
-		return bio_join__end_thread(machine, event->fork.tid, /*exec=*/false,
-					    bio_live__deliver, &args);
+			bido_namer__scan(namer, namer, event, event->header.size);
+		return bido_join__end_thread(machine, event->fork.tid, /*exec=*/false,
+					    bido_live__deliver, &args);
 	default:
 		return 0;
 	}
@@ -1359,7 +1360,7 @@ int bio_live__event(struct machine *machine, struct bio_namer *namer, struct evs
  * dso__load() reads symbols there, but it is not the file, and a DSO named
  * after it would go into the build-ID cache under that wrong name.
  */
-static char *bio__find_by_build_id(const struct build_id *bid, const char *sbuild_id)
+static char *build_id_offset__find_by_build_id(const struct build_id *bid, const char *sbuild_id)
 {
 	char *path = NULL, *real;
 
@@ -1369,7 +1370,7 @@ static char *bio__find_by_build_id(const struct build_id *bid, const char *sbuil
 	free(path);
 	if (real && !strstr(real, "/usr/lib/debug/") &&
 	    (strlen(real) < 6 || strcmp(real + strlen(real) - 6, ".debug")) &&
-	    bio__path_has_build_id(real, bid))
+	    build_id_offset__path_has_build_id(real, bid))
 		return real;
 	free(real);
 
@@ -1394,7 +1395,7 @@ static char *bio__find_by_build_id(const struct build_id *bid, const char *sbuil
 	return NULL;
 }
 
-static int bio__name_dso(struct dso *dso)
+static int build_id_offset__name_dso(struct dso *dso)
 {
 	char sbuild_id[SBUILD_ID_SIZE];
 	char *path;
@@ -1403,27 +1404,27 @@ static int bio__name_dso(struct dso *dso)
 	build_id__sprintf(dso__bid(dso), sbuild_id);
 	path = build_id_cache__origname(sbuild_id);
 	if (!path)
-		path = bio__find_by_build_id(dso__bid(dso), sbuild_id);
+		path = build_id_offset__find_by_build_id(dso__bid(dso), sbuild_id);
 	if (!path) {
 		pr_debug("build-ID offset: no name for %s\n", sbuild_id);
 		return 0;
 	}
-	err = bio__set_name(dso, path);
+	err = build_id_offset__set_name(dso, path);
 	free(path);
 	return err;
 }
 
-struct bio_unnamed {
+struct bido_unnamed {
 	struct dso		**dsos;
 	size_t			 nr;
 	size_t			 alloc;
 };
 
-static int bio__collect_unnamed(struct dso *dso, void *data)
+static int build_id_offset__collect_unnamed(struct dso *dso, void *data)
 {
-	struct bio_unnamed *un = data;
+	struct bido_unnamed *un = data;
 
-	if (!bio__dso_is_unnamed(dso))
+	if (!build_id_offset__dso_is_unnamed(dso))
 		return 0;
 	if (un->nr == un->alloc) {
 		size_t alloc = un->alloc ? un->alloc * 2 : 16;
@@ -1439,45 +1440,45 @@ static int bio__collect_unnamed(struct dso *dso, void *data)
 }
 
 /**
- * machine__name_bio_dsos - name the DSOs known by build-ID only
+ * machine__name_bido_dsos - name the DSOs known by build-ID only
  *
  * For 'perf record', at the end: the build-IDs that no MMAP2 and no
- * bio_namer named (their tasks were gone when their records were read).
+ * bido_namer named (their tasks were gone when their records were read).
  * Named, in this order, by the build-ID cache's entry, the file a
  * /usr/lib/debug/.build-id link leads to, and debuginfod.  Then marks the
  * DSOs of the records' maps hit.
  */
-int machine__name_bio_dsos(struct machine *machine)
+int machine__name_bido_dsos(struct machine *machine)
 {
-	struct bio_unnamed un = { .nr = 0, };
+	struct bido_unnamed un = { .nr = 0, };
 	struct hashmap_entry *cur;
 	size_t i, bkt;
 	int err;
 
 	/* Renaming takes dsos->lock for writing: not while walking it */
-	err = dsos__for_each_dso(&machine->dsos, bio__collect_unnamed, &un);
+	err = dsos__for_each_dso(&machine->dsos, build_id_offset__collect_unnamed, &un);
 	for (i = 0; i < un.nr; i++) {
 		if (!err)
-			err = bio__name_dso(un.dsos[i]);
+			err = build_id_offset__name_dso(un.dsos[i]);
 		dso__put(un.dsos[i]);
 	}
 	free(un.dsos);
-	if (err || !machine->bio_join)
+	if (err || !machine->bido_join)
 		return err;
 
 	/*
 	 * The files of the records' maps go into the build-ID table and the
 	 * build-ID cache, like those of the sampled IPs
 	 */
-	hashmap__for_each_entry(machine->bio_join->dsos, cur, bkt) {
-		struct bio_dso *bd = cur->pvalue;
+	hashmap__for_each_entry(machine->bido_join->dsos, cur, bkt) {
+		struct bido_dso *bd = cur->pvalue;
 		struct dso *dso;
 
 		if (!bd->used)
 			continue;
 		/* Not through the index: no change to it while walking it */
-		dso = bio__dso_is_unnamed(bd->dso) ? bio__scan_dsos(machine, &bd->bid)
-						   : dso__get(bd->dso);
+		dso = build_id_offset__dso_is_unnamed(bd->dso) ?
+		      build_id_offset__scan_dsos(machine, &bd->bid) : dso__get(bd->dso);
 		if (dso) {
 			dso__set_hit(dso);
 			dso__put(dso);

@@ -8,10 +8,10 @@
 #include <stddef.h>
 
 /* What perf says when the kernel lacks the feature */
-#define BIO_ENOTSUP_MSG \
-	"--build-id-offset: this kernel does not support PERF_SAMPLE_BUILD_ID_OFFSET\n"
+#define BIDO_ENOTSUP_MSG \
+	"--buildid-offset: this kernel does not support PERF_SAMPLE_BUILD_ID_OFFSET\n"
 
-struct bio_namer;
+struct bido_namer;
 struct build_id;
 struct dso;
 struct events_stats;
@@ -25,9 +25,9 @@ union perf_event;
  * PERF_RECORD_BUILD_ID_OFFSET has not been seen yet: a copy of the event,
  * parsed again when it is delivered.
  */
-struct bio_held {
-	struct list_head	 node;		/* bio_thread::held */
-	struct list_head	 age;		/* bio_join::held, oldest first */
+struct bido_held {
+	struct list_head	 node;		/* bido_thread::held */
+	struct list_head	 age;		/* bido_join::held, oldest first */
 	struct evsel		*evsel;
 	u64			 cookie;
 	u32			 tid;
@@ -41,45 +41,45 @@ struct bio_held {
  * in the thread, unless held->mm_changed), otherwise none came: then no
  * user address of the sample may be resolved.
  */
-typedef int (*bio_deliver_fn)(struct bio_held *held, bool joined, void *data);
+typedef int (*bido_deliver_fn)(struct bido_held *held, bool joined, void *data);
 
-/* What bio_held__deliver() hands a sample to */
-typedef int (*bio_sample_fn)(struct evsel *evsel, union perf_event *event,
+/* What bido_held__deliver() hands a sample to */
+typedef int (*bido_sample_fn)(struct evsel *evsel, union perf_event *event,
 			     struct perf_sample *sample, struct machine *machine, void *data);
 
-int bio_held__deliver(struct bio_held *held, bool joined, struct machine *machine,
-		      struct events_stats *stats, bio_sample_fn fn, void *data);
-int bio_join__hold(struct machine *machine, struct evsel *evsel,
-		   union perf_event *event, struct perf_sample *sample,
-		   bio_deliver_fn deliver, void *data);
-int bio_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
-			   bio_deliver_fn deliver, void *data);
-int bio_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			 u32 flags, bio_deliver_fn deliver, void *data);
-int bio_join__end_thread(struct machine *machine, u32 tid, bool exec,
-			 bio_deliver_fn deliver, void *data);
-int bio_join__flush(struct machine *machine, bio_deliver_fn deliver, void *data);
-void bio_join__delete(struct machine *machine);
+int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
+		       struct events_stats *stats, bido_sample_fn fn, void *data);
+int bido_join__hold(struct machine *machine, struct evsel *evsel,
+		    union perf_event *event, struct perf_sample *sample,
+		    bido_deliver_fn deliver, void *data);
+int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
+			    bido_deliver_fn deliver, void *data);
+int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
+			  u32 flags, bido_deliver_fn deliver, void *data);
+int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
+			  bido_deliver_fn deliver, void *data);
+int bido_join__flush(struct machine *machine, bido_deliver_fn deliver, void *data);
+void bido_join__delete(struct machine *machine);
 
 /* A build-ID got a name while recording */
-typedef int (*bio_named_fn)(const struct build_id *bid, const char *name, void *data);
+typedef int (*bido_named_fn)(const struct build_id *bid, const char *name, void *data);
 
 /* A task's comm, read while recording, for its samples from @time on */
-typedef int (*bio_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *data);
+typedef int (*bido_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *data);
 
-struct bio_namer *bio_namer__new(struct machine *machine, bio_named_fn named, void *data);
-void bio_namer__set_comm(struct bio_namer *namer, u64 sample_type, bio_comm_fn comm);
-void bio_namer__delete(struct bio_namer *namer);
-void bio_namer__scan(struct bio_namer *namer, const void *key, const void *buf, size_t size);
-int bio_namer__run(struct bio_namer *namer);
+struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named, void *data);
+void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm);
+void bido_namer__delete(struct bido_namer *namer);
+void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf, size_t size);
+int bido_namer__run(struct bido_namer *namer);
 
-int bio_live__event(struct machine *machine, struct bio_namer *namer, struct evsel *evsel,
-		    union perf_event *event, struct perf_sample *sample,
-		    struct events_stats *stats, bio_sample_fn fn, void *data);
+int bido_live__event(struct machine *machine, struct bido_namer *namer, struct evsel *evsel,
+		     union perf_event *event, struct perf_sample *sample,
+		     struct events_stats *stats, bido_sample_fn fn, void *data);
 
-int bio__insert_maps(struct machine *machine, union perf_event *event);
-int bio__read_comm(u32 pid, u32 tid, char *comm, size_t size);
-bool bio__dso_is_unnamed(const struct dso *dso);
-int machine__name_bio_dsos(struct machine *machine);
+int build_id_offset__insert_maps(struct machine *machine, union perf_event *event);
+int build_id_offset__read_comm(u32 pid, u32 tid, char *comm, size_t size);
+bool build_id_offset__dso_is_unnamed(const struct dso *dso);
+int machine__name_bido_dsos(struct machine *machine);
 
 #endif /* __PERF_BUILD_ID_OFFSET_H */

@@ -11,9 +11,9 @@ set -e
 
 err=0
 fail=0
-data=$(mktemp /tmp/__perf_test.bio.XXXXX)
-injected=$(mktemp /tmp/__perf_test.bio.XXXXX)
-dump=$(mktemp /tmp/__perf_test.bio.XXXXX)
+data=$(mktemp /tmp/__perf_test.bido.XXXXX)
+injected=$(mktemp /tmp/__perf_test.bido.XXXXX)
+dump=$(mktemp /tmp/__perf_test.bido.XXXXX)
 
 cleanup() {
   rm -f "${data}" "${injected}" "${dump}"
@@ -36,9 +36,9 @@ fi
 # One software event sampling IP, TID, TIME and the cookie, sample_id_all;
 # four samples and one record with two maps.  $1: le or be; $2: extra to
 # add to the record's nr (a record that claims more maps than it holds);
-# $3: "mm" adds a sample whose record says MM_CHANGED.  BIO_BID and
-# BIO_NAME (environment): the first map's build-ID (hex), and a
-# PERF_RECORD_HEADER_BUILD_ID ahead that names it BIO_NAME.
+# $3: "mm" adds a sample whose record says MM_CHANGED.  BIDO_BID and
+# BIDO_NAME (environment): the first map's build-ID (hex), and a
+# PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME.
 make_data() {
   python3 - "$1" "$2" "${3:-}" <<'EOF'
 import os, struct, sys
@@ -47,8 +47,8 @@ big = sys.argv[1] == "be"
 extra_nr = int(sys.argv[2])
 mm = sys.argv[3] == "mm"
 E = ">" if big else "<"
-bid1 = bytes.fromhex(os.environ.get("BIO_BID", "")) or bytes(range(1, 21))
-name = os.environ.get("BIO_NAME", "").encode()
+bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
+name = os.environ.get("BIDO_NAME", "").encode()
 
 def rec(type_, misc, body):
     return struct.pack(E + "IHH", type_, misc, 8 + len(body)) + body
@@ -67,7 +67,7 @@ pid = tid = 4242
 def sample(ip, time, cookie):
     return rec(9, 2, struct.pack(E + "QIIQQ", ip, pid, tid, time, cookie))
 
-def bio(time, cookie, flags, maps):
+def bido(time, cookie, flags, maps):
     body = struct.pack(E + "IIQII", pid, tid, cookie, len(maps) + extra_nr, flags)
     for start, end, pgoff, bid, mflags in maps:
         body += struct.pack(E + "QQQBBH", start, end, pgoff, len(bid), mflags, 0)
@@ -83,14 +83,14 @@ if name:
                b"\0" * (20 - len(bid1)) + bytes([len(bid1)]) + b"\0" * 3 + fn)
 out += sample(0x401234, 1000, 0x1111)
 out += sample(0x7f0000001000, 1001, 0x1111)
-out += bio(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bid1, 0),
+out += bido(1002, 0x1111, 1, [(0x400000, 0x402000, 0, bid1, 0),
                              (0x7f0000000000, 0x7f0000004000, 0x2000, b"", 1 | 4)])
 out += sample(0x401300, 2000, 0)
 out += sample(0x401400, 3000, 0x2222)   # its record never comes
 if mm:
     # An exec came between this sample and its record
     out += sample(0x401500, 4000, 0x3333)
-    out += bio(4001, 0x3333, 2, [])
+    out += bido(4001, 0x3333, 2, [])
 sys.stdout.buffer.write(out)
 EOF
 }
@@ -124,8 +124,8 @@ test_dump() {
   expect "Dump ${order}" "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
   expect "Dump ${order}" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
   expect "Dump ${order}" " ... map 1: [0x7f0000000000-0x7f0000004000) pgoff 0x2000 build_id - flags anon|no_build_id"
-  expect "Dump ${order}" " .. bio cookie: 0x1111"
-  expect_line "Dump ${order}" " .. bio cookie: 0"
+  expect "Dump ${order}" " .. build-ID offset cookie: 0x1111"
+  expect_line "Dump ${order}" " .. build-ID offset cookie: 0"
   expect "Dump ${order}" "BUILD_ID_OFFSET events:          1"
 }
 
@@ -142,11 +142,11 @@ test_bad_nr() {
 test_script() {
   echo "perf script"
   make_data be 0 > "${data}"
-  perf script -i - -F tid,ip,bioff < "${data}" > "${dump}" 2> /dev/null
+  perf script -i - -F tid,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
   # The IP's build-ID and offset (the sample is joined), then the cookie
-  expect "Script" "401234 bioff:0102030405060708090a0b0c0d0e0f1011121314+0x1234 bioff:0x1111"
-  expect "Script" "+0x1300 bioff:0"
-  if grep -q "+0x1300 bioff:0x" "${dump}"
+  expect "Script" "401234 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234 buildid_off:0x1111"
+  expect "Script" "+0x1300 buildid_off:0"
+  if grep -q "+0x1300 buildid_off:0x" "${dump}"
   then
     echo "Script [Failed cookie 0 printed as another]"
     fail=1
@@ -187,8 +187,8 @@ test_inject_build_ids() {
 test_join() {
   echo "Samples joined with their record"
   make_data le 0 > "${data}"
-  perf script -i - -F tid,ip,dso,bioff < "${data}" > "${dump}" 2> /dev/null
-  expect "Join" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314]) bioff:0102030405060708090a0b0c0d0e0f1011121314+0x1234 bioff:0x1111"
+  perf script -i - -F tid,ip,dso,buildid_off < "${data}" > "${dump}" 2> /dev/null
+  expect "Join" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314]) buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234 buildid_off:0x1111"
   perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
   expect "Join" "1 of 4 samples with a build-ID offset cookie came without"
 }
@@ -220,7 +220,7 @@ test_debug_only_dso() {
     echo "no C compiler or objcopy: not run"
     return
   fi
-  dir=$(mktemp -d /tmp/__perf_test.bio.XXXXX)
+  dir=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
   printf '#include <stdio.h>\nint main(void) { puts("x"); return 0; }\n' > "${dir}/p.c"
   if ! "${cc}" -g -Wl,--build-id -o "${dir}/p" "${dir}/p.c" ||
      ! objcopy --only-keep-debug "${dir}/p" "${dir}/p.debug"
@@ -230,7 +230,7 @@ test_debug_only_dso() {
     return
   fi
   bid=$(perf buildid-list -i "${dir}/p.debug")
-  BIO_BID=${bid} BIO_NAME="${dir}/p.debug" make_data le 0 > "${data}"
+  BIDO_BID=${bid} BIDO_NAME="${dir}/p.debug" make_data le 0 > "${data}"
   perf report -i - --stdio --sort dso,sym < "${data}" > "${dump}" 2>&1 || rc=$?
   if [ "${rc}" != 0 ]
   then

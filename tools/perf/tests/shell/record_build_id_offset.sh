@@ -1,5 +1,5 @@
 #!/bin/bash
-# perf record --build-id-offset tests
+# perf record --buildid-offset tests
 # SPDX-License-Identifier: GPL-2.0
 
 set -e
@@ -22,17 +22,17 @@ trap_cleanup() {
 trap trap_cleanup EXIT TERM INT
 
 # A kernel without the feature: one clear line, a non-zero exit.  Exit 2
-# (skip) for the rest then, unless BIO_REQUIRED is set (the series' test
+# (skip) for the rest then, unless BIDO_REQUIRED is set (the series' test
 # guest sets it: there, a kernel without the feature is a failure).
 test_support() {
   local out
 
-  if out=$(perf record --build-id-offset -e cpu-clock -o /dev/null -- true 2>&1)
+  if out=$(perf record --buildid-offset -e cpu-clock -o /dev/null -- true 2>&1)
   then
     return 0
   fi
   if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET" &&
-     [ -z "${BIO_REQUIRED}" ]
+     [ -z "${BIDO_REQUIRED}" ]
   then
     echo "Unsupported kernel gives a clear error [Success]"
     echo "Build-ID offset tests [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
@@ -60,7 +60,7 @@ check_join() {
   fi
   if ! awk -v strict="${strict}" '
     / PERF_RECORD_SAMPLE\(/ { split($0, a, ": "); split(a[3], t, "/"); tid = t[2] + 0 }
-    / \.\. bio cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
+    / \.\. bido cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
     / PERF_RECORD_BUILD_ID_OFFSET / {
       split($0, a, "BUILD_ID_OFFSET "); split(a[2], f, /[ \/:]+/)
       key = f[2] " " f[4]; seen[key]++; nrec++
@@ -89,7 +89,7 @@ check_join() {
 
 test_workload() {
   echo "Build-ID offset of a workload, -g, --synth=no"
-  if ! perf record --build-id-offset -g -e cpu-clock -c 1000000 --synth=no \
+  if ! perf record --buildid-offset -g -e cpu-clock -c 1000000 --synth=no \
        -o "${perfdata}" -- ${workload} > /dev/null 2>&1
   then
     echo "Workload [Failed record]"
@@ -106,7 +106,7 @@ test_workload() {
 
 test_system_wide() {
   echo "Build-ID offset system wide"
-  if ! perf record --build-id-offset -a -e cpu-clock -c 1000000 \
+  if ! perf record --buildid-offset -a -e cpu-clock -c 1000000 \
        -o "${perfdata}" -- ${workload} > /dev/null 2>&1
   then
     echo "System wide [Skipped record failed, no permission?]"
@@ -121,7 +121,7 @@ test_system_wide() {
 # the records.
 test_exclude_user() {
   echo "Build-ID offset with kernel-only events"
-  if ! perf record --build-id-offset -e cpu-clock:k -c 1000000 \
+  if ! perf record --buildid-offset -e cpu-clock:k -c 1000000 \
        -o "${perfdata}" -- ${workload} > /dev/null 2> "${dump}"
   then
     echo "Kernel only [Failed record: $(tail -n 1 "${dump}")]"
@@ -129,7 +129,7 @@ test_exclude_user() {
     return
   fi
   echo "Kernel only [Success]"
-  if ! perf record --build-id-offset -e cpu-clock:k,cpu-clock:u -c 1000000 \
+  if ! perf record --buildid-offset -e cpu-clock:k,cpu-clock:u -c 1000000 \
        -o "${perfdata}" -- ${workload} > /dev/null 2> "${dump}"
   then
     echo "Kernel and user [Failed record: $(tail -n 1 "${dump}")]"
@@ -141,11 +141,11 @@ test_exclude_user() {
 
 test_script() {
   echo "Build-ID offset in perf script"
-  perf record --build-id-offset -e cpu-clock -c 1000000 \
+  perf record --buildid-offset -e cpu-clock -c 1000000 \
        -o "${perfdata}" -- ${workload} > /dev/null 2>&1
-  if ! perf script -i "${perfdata}" -F +bioff 2> /dev/null | grep -q 'bioff:0x'
+  if ! perf script -i "${perfdata}" -F +buildid_off 2> /dev/null | grep -q 'buildid_off:0x'
   then
-    echo "Script bioff field [Failed no cookie printed]"
+    echo "Script buildid_off field [Failed no cookie printed]"
     err=1
     return
   fi
@@ -164,7 +164,7 @@ test_inject() {
   local before after
 
   echo "Build-ID offset through perf inject"
-  perf record --build-id-offset -e cpu-clock -c 1000000 \
+  perf record --buildid-offset -e cpu-clock -c 1000000 \
        -o "${perfdata}" -- ${workload} > /dev/null 2>&1
   if ! perf inject -i "${perfdata}" -o "${injected}" 2> /dev/null
   then
@@ -183,12 +183,39 @@ test_inject() {
   echo "Inject [Success]"
 }
 
+# --build-id-offset, the spelling of earlier versions, still records the
+# same; the help lists only --buildid-offset.
+test_alias() {
+  local help
+
+  echo "Build-ID offset under its old spelling"
+  if ! perf record --build-id-offset -e cpu-clock -c 1000000 \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  then
+    echo "Alias [Failed record with --build-id-offset]"
+    err=1
+    return
+  fi
+  check_join "Alias" 1
+  help=$(perf record -h 2>&1 || true)
+  if ! echo "${help}" | grep -q -- '--buildid-offset' ||
+     echo "${help}" | grep -q -- '--build-id-offset'
+  then
+    echo "Alias [Failed help does not list --buildid-offset alone]"
+    err=1
+    return
+  fi
+  echo "Alias help [Success]"
+}
+
+
 test_support
 test_workload
 test_system_wide
 test_exclude_user
 test_script
 test_inject
+test_alias
 
 cleanup
 exit $err

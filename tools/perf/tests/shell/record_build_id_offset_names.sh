@@ -1,5 +1,5 @@
 #!/bin/bash
-# perf record --build-id-offset names the files of tasks older than perf
+# perf record --buildid-offset names the files of tasks older than perf
 # SPDX-License-Identifier: GPL-2.0
 
 # A process that was running before perf started has no MMAP record for
@@ -14,11 +14,11 @@ set -e
 shelldir=$(dirname "$0")
 # shellcheck source=lib/build_id_offset.sh
 . "${shelldir}"/lib/build_id_offset.sh
-# perf record's pid, from bio_record_start
-bio_rpid=
+# perf record's pid, from bido_record_start
+bido_rpid=
 
 err=0
-tmpdir=$(mktemp -d /tmp/__perf_test.bio_names.XXXXX)
+tmpdir=$(mktemp -d /tmp/__perf_test.bido_names.XXXXX)
 # A build-ID cache of its own ($HOME/.debug): no entry made before may
 # name the workload
 export HOME="${tmpdir}/home"
@@ -49,11 +49,11 @@ fail() {
 }
 
 # Waits for a line on the FIFO (blocked: no user samples before), then
-# spins in bioname_spin() for argv[2] ms and exits.
+# spins in bidoname_spin() for argv[2] ms and exits.
 build_workload() {
   local rc=0
 
-  cat > "${tmpdir}/bioname.c" << 'EOF'
+  cat > "${tmpdir}/bidoname.c" << 'EOF'
 #include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
@@ -67,7 +67,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) unsigned long bioname_spin(double secs)
+__attribute__((noinline)) unsigned long bidoname_spin(double secs)
 {
 	double end = now() + secs;
 	volatile unsigned long x = 0;
@@ -85,23 +85,23 @@ int main(int argc, char **argv)
 
 	if (fd < 0 || read(fd, &c, 1) != 1)
 		return 1;
-	bioname_spin(atoi(argv[2]) / 1000.0);
+	bidoname_spin(atoi(argv[2]) / 1000.0);
 	return 0;
 }
 EOF
-  bio_cc "Build-ID offset names" "${tmpdir}/bioname" "${tmpdir}/bioname.c" -O1 -g || rc=$?
+  bido_cc "Build-ID offset names" "${tmpdir}/bidoname" "${tmpdir}/bidoname.c" -O1 -g || rc=$?
   if [ "${rc}" != 0 ]; then
     cleanup
     exit "${rc}"
   fi
-  bid=$(perf buildid-list -i "${tmpdir}/bioname" 2> /dev/null)
+  bid=$(perf buildid-list -i "${tmpdir}/bidoname" 2> /dev/null)
   [ -n "${bid}" ] || skip "the workload has no build-ID"
 }
 
 test_support() {
   local rc=0
 
-  bio_support "Build-ID offset names" || rc=$?
+  bido_support "Build-ID offset names" || rc=$?
   [ "${rc}" = 0 ] && return 0
   cleanup
   exit "${rc}"
@@ -111,7 +111,7 @@ test_support() {
 start_workload() {
   rm -f "${tmpdir}/go"
   mkfifo "${tmpdir}/go"
-  "${tmpdir}/bioname" "${tmpdir}/go" "$1" &
+  "${tmpdir}/bidoname" "${tmpdir}/go" "$1" &
   wpid=$!
 }
 
@@ -119,11 +119,11 @@ go_workload() {
   echo > "${tmpdir}/go"
 }
 
-# "PERCENT DSO SYMBOL" of bioname_spin's samples (a file, or the data of
+# "PERCENT DSO SYMBOL" of bidoname_spin's samples (a file, or the data of
 # a pipe on stdin: "-")
 spin_line() {
   perf report -i "$1" --stdio --sort dso,sym -q 2> /dev/null |
-    awk '/bioname_spin/ { print $1, $2, $NF; exit }'
+    awk '/bidoname_spin/ { print $1, $2, $NF; exit }'
 }
 
 # Every sampled process: a pipe that perf report reads at once must carry
@@ -133,16 +133,16 @@ test_pipe() {
   local line
 
   start_workload 1500
-  bio_record_start "${tmpdir}/pipe.data" "${tmpdir}/pipe.err" -o - -a --synth=no \
-    --build-id-offset -e cpu-clock:u -F 999 || fail "pipe: perf record did not start"
-  ppid=${bio_rpid}
+  bido_record_start "${tmpdir}/pipe.data" "${tmpdir}/pipe.err" -o - -a --synth=no \
+    --buildid-offset -e cpu-clock:u -F 999 || fail "pipe: perf record did not start"
+  ppid=${bido_rpid}
   go_workload
   wait "${wpid}"; wpid=
-  bio_record_stop; ppid=
+  bido_record_stop; ppid=
   line=$(spin_line - < "${tmpdir}/pipe.data")
-  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "pipe: bioname_spin's samples are not in bioname: '${line}'"
+    fail "pipe: bidoname_spin's samples are not in bidoname: '${line}'"
     cat "${tmpdir}/pipe.err"
   fi
 }
@@ -152,19 +152,19 @@ test_exited() {
   local line
 
   start_workload 1000
-  bio_record_start /dev/null "${tmpdir}/exited.err" -o "${tmpdir}/exited.data" -a \
-    --synth=no --build-id-offset -e cpu-clock:u -F 999 ||
+  bido_record_start /dev/null "${tmpdir}/exited.err" -o "${tmpdir}/exited.data" -a \
+    --synth=no --buildid-offset -e cpu-clock:u -F 999 ||
     fail "exited: perf record did not start"
-  ppid=${bio_rpid}
+  ppid=${bido_rpid}
   go_workload
   wait "${wpid}"; wpid=
   # The EXIT record is read before the end
   sleep 0.5
-  bio_record_stop; ppid=
+  bido_record_stop; ppid=
   line=$(spin_line "${tmpdir}/exited.data")
-  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "exited: bioname_spin's samples are not in bioname: '${line}'"
+    fail "exited: bidoname_spin's samples are not in bidoname: '${line}'"
     cat "${tmpdir}/exited.err"
   fi
 }
@@ -177,9 +177,9 @@ record_gone() {
   # The build-ID cache would name it: the runs before added it there
   rm -rf "${HOME}/.debug"
   start_workload 500
-  bio_record_start /dev/null "${out}.err" -o "${out}" -a --synth=no --build-id-offset \
+  bido_record_start /dev/null "${out}.err" -o "${out}" -a --synth=no --buildid-offset \
     -e cpu-clock:u -F 999 || fail "debug: perf record did not start"
-  ppid=${bio_rpid}
+  ppid=${bido_rpid}
   kill -STOP "${ppid}"
   go_workload
   wait "${wpid}"; wpid=
@@ -191,7 +191,7 @@ record_gone() {
     fail "debug: perf record did not finish"
     kill -9 "${ppid}"
   fi
-  bio_record_stop; ppid=
+  bido_record_stop; ppid=
 }
 
 # Inside a mount namespace with a tmpfs on /usr/lib/debug holding the
@@ -203,7 +203,7 @@ test_debug_ns() {
 
   mount -t tmpfs none /usr/lib/debug || skip "cannot mount a tmpfs on /usr/lib/debug"
   mkdir -p "${dir}"
-  objcopy --only-keep-debug "${tmpdir}/bioname" "${dir}/${bid:2}.debug" ||
+  objcopy --only-keep-debug "${tmpdir}/bidoname" "${dir}/${bid:2}.debug" ||
     skip "objcopy --only-keep-debug failed"
 
   record_gone "${tmpdir}/debug.data"
@@ -217,12 +217,12 @@ test_debug_ns() {
     cat "${tmpdir}/debug.dsos" "${tmpdir}/debug.data.err"
   fi
 
-  ln -s "${tmpdir}/bioname" "${dir}/${bid:2}"
+  ln -s "${tmpdir}/bidoname" "${dir}/${bid:2}"
   record_gone "${tmpdir}/link.data"
   line=$(spin_line "${tmpdir}/link.data")
-  if [ "$(echo "${line}" | awk '{ print $2 }')" != bioname ]
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "debug link: bioname_spin's samples are not in bioname: '${line}'"
+    fail "debug link: bidoname_spin's samples are not in bidoname: '${line}'"
     cat "${tmpdir}/link.data.err"
   fi
   return "${err}"

@@ -1,8 +1,8 @@
 #!/bin/bash
-# perf record --build-id-offset --synth=no symbols match perf record
+# perf record --buildid-offset --synth=no symbols match perf record
 # SPDX-License-Identifier: GPL-2.0
 
-# With --build-id-offset --synth=no, samples resolve through the
+# With --buildid-offset --synth=no, samples resolve through the
 # PERF_RECORD_BUILD_ID_OFFSET records joined with them by cookie: 'perf
 # report' must show the same top symbols as plain 'perf record -g' for
 # threads, dlopen()ed code, fork + exec, children that live 5 ms and a
@@ -15,8 +15,8 @@ shelldir=$(dirname "$0")
 . "${shelldir}"/lib/build_id_offset.sh
 
 err=0
-tmpdir=$(mktemp -d /tmp/__perf_test.bio_sym.XXXXX)
-secs=${BIO_TEST_SECS:-1}
+tmpdir=$(mktemp -d /tmp/__perf_test.bido_sym.XXXXX)
+secs=${BIDO_TEST_SECS:-1}
 
 cleanup() {
   [ -n "${bgpid}" ] && kill "${bgpid}" 2> /dev/null && wait "${bgpid}" 2> /dev/null
@@ -43,7 +43,7 @@ build_workload() {
   local cc=${CC:-cc}
 
   command -v "${cc}" > /dev/null || skip "no C compiler"
-  cat > "${tmpdir}/biowork.c" << 'EOF'
+  cat > "${tmpdir}/bidowork.c" << 'EOF'
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -75,17 +75,17 @@ __attribute__((noinline)) uint64_t name(double secs)			\
 	return x;							\
 }
 
-SPIN_FN(bio_thread_one, 3)
-SPIN_FN(bio_thread_two, 5)
-SPIN_FN(bio_main_spin, 7)
-SPIN_FN(bio_exec_child, 11)
-SPIN_FN(bio_short_child, 13)
+SPIN_FN(bido_thread_one, 3)
+SPIN_FN(bido_thread_two, 5)
+SPIN_FN(bido_main_spin, 7)
+SPIN_FN(bido_exec_child, 11)
+SPIN_FN(bido_short_child, 13)
 
 static double secs;
 static volatile uint64_t sink;
 
-static void *thread_one(void *arg) { sink += bio_thread_one(secs); return arg; }
-static void *thread_two(void *arg) { sink += bio_thread_two(secs); return arg; }
+static void *thread_one(void *arg) { sink += bido_thread_one(secs); return arg; }
+static void *thread_two(void *arg) { sink += bido_thread_two(secs); return arg; }
 
 int main(int argc, char **argv)
 {
@@ -104,10 +104,10 @@ int main(int argc, char **argv)
 		void *h = dlopen(argv[3], RTLD_NOW);
 		uint64_t (*fn)(double);
 
-		if (!h || !(fn = (uint64_t (*)(double))dlsym(h, "biodl_spin")))
+		if (!h || !(fn = (uint64_t (*)(double))dlsym(h, "bidodl_spin")))
 			return 1;
 		sink += fn(secs * 2 / 3);
-		sink += bio_main_spin(secs / 3);
+		sink += bido_main_spin(secs / 3);
 	} else if (!strcmp(mode, "forkexec")) {
 		char arg[32];
 
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 			execl(argv[0], argv[0], "spin", arg, (char *)NULL);
 			_exit(127);
 		}
-		sink += bio_main_spin(secs / 3);
+		sink += bido_main_spin(secs / 3);
 		waitpid(pid, NULL, 0);
 	} else if (!strcmp(mode, "children")) {
 		double end = now() + secs;
@@ -125,23 +125,23 @@ int main(int argc, char **argv)
 		while (now() < end) {
 			pid = fork();
 			if (pid == 0) {
-				sink += bio_short_child(0.005);
+				sink += bido_short_child(0.005);
 				_exit(0);
 			}
-			sink += bio_main_spin(0.001);
+			sink += bido_main_spin(0.001);
 			waitpid(pid, NULL, 0);
 		}
 	} else if (!strcmp(mode, "spin")) {
-		sink += bio_exec_child(secs);
+		sink += bido_exec_child(secs);
 	}
 	return 0;
 }
 EOF
-  cat > "${tmpdir}/biodl.c" << 'EOF'
+  cat > "${tmpdir}/bidodl.c" << 'EOF'
 #include <stdint.h>
 #include <time.h>
 
-__attribute__((noinline)) uint64_t biodl_inner(uint64_t x, unsigned int n)
+__attribute__((noinline)) uint64_t bidodl_inner(uint64_t x, unsigned int n)
 {
 	unsigned int i;
 
@@ -150,7 +150,7 @@ __attribute__((noinline)) uint64_t biodl_inner(uint64_t x, unsigned int n)
 	return x;
 }
 
-uint64_t biodl_spin(double secs)
+uint64_t bidodl_spin(double secs)
 {
 	struct timespec ts;
 	double end;
@@ -159,15 +159,15 @@ uint64_t biodl_spin(double secs)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	end = ts.tv_sec + ts.tv_nsec / 1e9 + secs;
 	do {
-		x = biodl_inner(x, 20000);
+		x = bidodl_inner(x, 20000);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 	return x;
 }
 EOF
   local flags="-O1 -g -fno-omit-frame-pointer -Wl,--build-id"
-  if ! ${cc} ${flags} -o "${tmpdir}/biowork" "${tmpdir}/biowork.c" -pthread -ldl ||
-     ! ${cc} ${flags} -fPIC -shared -o "${tmpdir}/libbiodl.so" "${tmpdir}/biodl.c"
+  if ! ${cc} ${flags} -o "${tmpdir}/bidowork" "${tmpdir}/bidowork.c" -pthread -ldl ||
+     ! ${cc} ${flags} -fPIC -shared -o "${tmpdir}/libbidodl.so" "${tmpdir}/bidodl.c"
   then
     skip "cannot build the workload"
   fi
@@ -176,7 +176,7 @@ EOF
 test_support() {
   local rc=0
 
-  bio_support "Build-ID offset symbols" || rc=$?
+  bido_support "Build-ID offset symbols" || rc=$?
   [ "${rc}" = 0 ] && return 0
   cleanup
   exit "${rc}"
@@ -192,7 +192,7 @@ histogram() {
 # The symbols above 10% in either profile are the same, each within 15
 # points; the expected ones are above 5% in both (fork and exit in a debug
 # kernel under emulation take most of the children's time); unresolved
-# addresses stay below 10% with --build-id-offset.  The expected symbols
+# addresses stay below 10% with --buildid-offset.  The expected symbols
 # are compared by their shares of the expected symbols' total: the
 # workloads spin for fixed times, so the dearer sampling of one mode
 # under emulation moves a few points from them to fixed work such as the
@@ -205,7 +205,7 @@ compare() {
   local what=$1 expected=$2
 
   histogram "${tmpdir}/base.data" > "${tmpdir}/base.hist"
-  histogram "${tmpdir}/bio.data" > "${tmpdir}/bio.hist"
+  histogram "${tmpdir}/bido.data" > "${tmpdir}/bido.hist"
   if ! awk -v expected="${expected}" '
     FNR == 1 { f++ }
     { s = $0; sub(/^[^ ]+ /, "", s); p[f, s] = $1; syms[s] = 1 }
@@ -220,7 +220,7 @@ compare() {
         tol = 15
         if ((s in want) && ta > 0 && tb > 0) { a = a * 100 / ta; b = b * 100 / tb; tol = 25 }
         if ((a >= 10 || b >= 10) && (a - b > tol || b - a > tol)) {
-          printf "  %s: %.1f%% without, %.1f%% with --build-id-offset\n", s, a, b; bad = 1
+          printf "  %s: %.1f%% without, %.1f%% with --buildid-offset\n", s, a, b; bad = 1
         }
         if (s ~ /^0x/ || s ~ /unknown/) unres += b
       }
@@ -230,13 +230,13 @@ compare() {
           printf "  %s: %.1f%% without, %.1f%% with, want >= 5%%\n", s, p[1, s], p[2, s]; bad = 1
         }
       }
-      if (unres >= 10) { printf "  %.1f%% unresolved with --build-id-offset\n", unres; bad = 1 }
+      if (unres >= 10) { printf "  %.1f%% unresolved with --buildid-offset\n", unres; bad = 1 }
       exit bad
-    }' "${tmpdir}/base.hist" "${tmpdir}/bio.hist"
+    }' "${tmpdir}/base.hist" "${tmpdir}/bido.hist"
   then
     echo "--- without"; cat "${tmpdir}/base.hist"
-    echo "--- with --build-id-offset --synth=no"; cat "${tmpdir}/bio.hist"
-    perf report -i "${tmpdir}/bio.data" --stats 2> /dev/null | grep -i "BUILD_ID_OFFSET\|SAMPLE" || true
+    echo "--- with --buildid-offset --synth=no"; cat "${tmpdir}/bido.hist"
+    perf report -i "${tmpdir}/bido.data" --stats 2> /dev/null | grep -i "BUILD_ID_OFFSET\|SAMPLE" || true
     echo "${what} [Failed top symbols differ]"
     err=1
     return
@@ -249,8 +249,8 @@ record_both() {
 
   if ! perf record -g -e cpu-clock:u -c 500000 -o "${tmpdir}/base.data" \
        -- "${@:2}" > /dev/null 2>&1 ||
-     ! perf record --build-id-offset --synth=no -g -e cpu-clock:u -c 500000 \
-       -o "${tmpdir}/bio.data" -- "${@:2}" > /dev/null 2>&1
+     ! perf record --buildid-offset --synth=no -g -e cpu-clock:u -c 500000 \
+       -o "${tmpdir}/bido.data" -- "${@:2}" > /dev/null 2>&1
   then
     echo "${what} [Failed record]"
     err=1
@@ -270,17 +270,17 @@ test_case() {
 test_attach() {
   local what="Attached to a running process" failed=0
 
-  for out in base bio
+  for out in base bido
   do
     # Runs until killed: perf may take seconds to start under emulation
-    "${tmpdir}/biowork" threads 600 &
+    "${tmpdir}/bidowork" threads 600 &
     bgpid=$!
     sleep 0.5
     if [ "${out}" = base ]
     then
       set -- -g
     else
-      set -- --build-id-offset --synth=no -g
+      set -- --buildid-offset --synth=no -g
     fi
     if ! perf record "$@" -e cpu-clock:u -c 500000 -p "${bgpid}" \
          -o "${tmpdir}/${out}.data" -- sleep "${secs}" > "${tmpdir}/record.log" 2>&1
@@ -298,16 +298,16 @@ test_attach() {
     err=1
     return
   fi
-  compare "${what}" "bio_thread_one bio_thread_two"
+  compare "${what}" "bido_thread_one bido_thread_two"
 }
 
 test_support
 build_workload
-w="${tmpdir}/biowork"
-test_case "Threads" "bio_thread_one bio_thread_two" "${w}" threads "${secs}"
-test_case "dlopen" "biodl_inner bio_main_spin" "${w}" dlopen "${secs}" "${tmpdir}/libbiodl.so"
-test_case "Fork and exec" "bio_exec_child bio_main_spin" "${w}" forkexec "${secs}"
-test_case "Short-lived children" "bio_short_child" "${w}" children "${secs}"
+w="${tmpdir}/bidowork"
+test_case "Threads" "bido_thread_one bido_thread_two" "${w}" threads "${secs}"
+test_case "dlopen" "bidodl_inner bido_main_spin" "${w}" dlopen "${secs}" "${tmpdir}/libbidodl.so"
+test_case "Fork and exec" "bido_exec_child bido_main_spin" "${w}" forkexec "${secs}"
+test_case "Short-lived children" "bido_short_child" "${w}" children "${secs}"
 test_attach
 
 cleanup

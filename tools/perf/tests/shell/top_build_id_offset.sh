@@ -1,8 +1,8 @@
 #!/bin/bash
-# perf top and record --build-id-offset show comms and JIT code
+# perf top and record --buildid-offset show comms and JIT code
 # SPDX-License-Identifier: GPL-2.0
 
-# With --build-id-offset (and --synth=no for perf record) perf reads no
+# With --buildid-offset (and --synth=no for perf record) perf reads no
 # task's maps or comm in /proc at start.  A task that was running before
 # perf started must still show its comm (read at its first sample), its
 # program (named from /proc/PID/map_files at its first record) and its
@@ -16,11 +16,11 @@ set -e
 shelldir=$(dirname "$0")
 # shellcheck source=lib/build_id_offset.sh
 . "${shelldir}"/lib/build_id_offset.sh
-# perf record's pid, from bio_record_start
-bio_rpid=
+# perf record's pid, from bido_record_start
+bido_rpid=
 
 err=0
-tmpdir=$(mktemp -d /tmp/__perf_test.bio_top.XXXXX)
+tmpdir=$(mktemp -d /tmp/__perf_test.bido_top.XXXXX)
 export HOME="${tmpdir}/home"
 mkdir -p "${HOME}"
 wpids=()
@@ -44,24 +44,24 @@ trap_cleanup() {
 trap trap_cleanup EXIT TERM INT
 
 skip() {
-  echo "perf top --build-id-offset [Skipped $1]"
+  echo "perf top --buildid-offset [Skipped $1]"
   cleanup
   exit 2
 }
 
 fail() {
-  echo "perf top --build-id-offset [Failed $1]"
+  echo "perf top --buildid-offset [Failed $1]"
   err=1
 }
 
-# biojit FIFO MS spin|jit: waits for a line on the FIFO, then spins for
-# MS ms in biojit_spin(), or in jit_spin(): code copied to anonymous
+# bidojit FIFO MS spin|jit: waits for a line on the FIFO, then spins for
+# MS ms in bidojit_spin(), or in jit_spin(): code copied to anonymous
 # memory, listed in /tmp/perf-PID.map.
 build_workload() {
   local rc=0
 
   [ "$(uname -m)" = x86_64 ] || skip "the JIT workload is x86-64 code"
-  cat > "${tmpdir}/biojit.c" << 'EOF'
+  cat > "${tmpdir}/bidojit.c" << 'EOF'
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) long biojit_spin(long n)
+__attribute__((noinline)) long bidojit_spin(long n)
 {
 	volatile long x = 0;
 
@@ -94,7 +94,7 @@ __attribute__((noinline)) long biojit_spin(long n)
 
 int main(int argc, char **argv)
 {
-	long (*spin)(long) = biojit_spin;
+	long (*spin)(long) = bidojit_spin;
 	double end;
 	char c, path[64];
 	FILE *fp;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-  bio_cc "perf top --build-id-offset" "${tmpdir}/biojit" "${tmpdir}/biojit.c" -O1 -g || rc=$?
+  bido_cc "perf top --buildid-offset" "${tmpdir}/bidojit" "${tmpdir}/bidojit.c" -O1 -g || rc=$?
   if [ "${rc}" != 0 ]; then
     cleanup
     exit "${rc}"
@@ -138,7 +138,7 @@ EOF
 test_support() {
   local rc=0
 
-  bio_support "perf top --build-id-offset" || rc=$?
+  bido_support "perf top --buildid-offset" || rc=$?
   [ "${rc}" = 0 ] && return 0
   cleanup
   exit "${rc}"
@@ -148,7 +148,7 @@ test_support() {
 start_workload() {
   rm -f "$1"
   mkfifo "$1"
-  "${tmpdir}/biojit" "$1" "$2" "$3" &
+  "${tmpdir}/bidojit" "$1" "$2" "$3" &
   wpids+=($!)
 }
 
@@ -180,21 +180,21 @@ test_record() {
   start_workload "${tmpdir}/go1" 1500 jit
   jitpid=${wpids[-1]}
   # -v: on a failure, the namer's count of COMMs it gave shows
-  if ! bio_record_start /dev/null "${tmpdir}/rec.err" -v -o "${tmpdir}/rec.data" -a \
-       --synth="$1" --build-id-offset -e cpu-clock:u -F 999
+  if ! bido_record_start /dev/null "${tmpdir}/rec.err" -v -o "${tmpdir}/rec.data" -a \
+       --synth="$1" --buildid-offset -e cpu-clock:u -F 999
   then
     fail "record --synth=$1: perf record did not start"
     cat "${tmpdir}/rec.err"
   fi
-  tpid=${bio_rpid}
+  tpid=${bido_rpid}
   echo > "${tmpdir}/go1"
   wait "${jitpid}" || true
-  bio_record_stop; tpid=
+  bido_record_stop; tpid=
   perf report -i "${tmpdir}/rec.data" --stdio --sort comm,dso,sym -q 2> /dev/null \
     > "${tmpdir}/rec.txt"
-  if ! has_line "${tmpdir}/rec.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
+  if ! has_line "${tmpdir}/rec.txt" bidojit "\[JIT\] tid ${jitpid}" jit_spin
   then
-    fail "record --synth=$1: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
+    fail "record --synth=$1: no 'bidojit [JIT] tid ${jitpid} jit_spin' line"
     head -5 "${tmpdir}/rec.txt"
     grep -a "build-ID offset" "${tmpdir}/rec.err"
     # The task's own records, and its first samples
@@ -219,7 +219,7 @@ test_top() {
   # Not a terminal: perf top takes its width from COLUMNS (with LINES),
   # else 80, and the widest DSO name on the screen (a '[build-id:HEX]'
   # of some other task is 51) would cut the symbols short
-  LINES=60 COLUMNS=400 perf top --stdio --build-id-offset -e cpu-clock:u -d 1 -E 40 \
+  LINES=60 COLUMNS=400 perf top --stdio --buildid-offset -e cpu-clock:u -d 1 -E 40 \
        --sort comm,dso,sym <&3 > "${tmpdir}/top.txt" 2> "${tmpdir}/top.err" &
   tpid=$!
   if ! wait_for "${tmpdir}/top.txt" PerfTop "${tpid}"
@@ -234,16 +234,16 @@ test_top() {
   kill -INT "${tpid}"
   wait "${tpid}" || true
   tpid=
-  if ! has_line "${tmpdir}/top.txt" biojit biojit biojit_spin
+  if ! has_line "${tmpdir}/top.txt" bidojit bidojit bidojit_spin
   then
-    fail "top: no 'biojit biojit biojit_spin' line"
+    fail "top: no 'bidojit bidojit bidojit_spin' line"
     grep -a "%" "${tmpdir}/top.txt" | tail -8
-    grep -a "biojit" "${tmpdir}/top.txt" | tail -4
+    grep -a "bidojit" "${tmpdir}/top.txt" | tail -4
     cat "${tmpdir}/top.err"
   fi
-  if ! has_line "${tmpdir}/top.txt" biojit "\[JIT\] tid ${jitpid}" jit_spin
+  if ! has_line "${tmpdir}/top.txt" bidojit "\[JIT\] tid ${jitpid}" jit_spin
   then
-    fail "top: no 'biojit [JIT] tid ${jitpid} jit_spin' line"
+    fail "top: no 'bidojit [JIT] tid ${jitpid} jit_spin' line"
   fi
   # The header counts the samples shown unresolved
   if ! grep -qaE "PerfTop:.* unresolved: [0-9]+" "${tmpdir}/top.txt"
@@ -265,7 +265,7 @@ test_hide_user() {
   mkfifo "${tmpdir}/keys-u"
   exec 3<> "${tmpdir}/keys-u"
   # -v: the namer says at the end how many processes' records it saw
-  LINES=60 COLUMNS=400 perf top -v --stdio --build-id-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
+  LINES=60 COLUMNS=400 perf top -v --stdio --buildid-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
        <&3 > "${tmpdir}/top-u.txt" 2> "${tmpdir}/top-u.err" &
   tpid=$!
   if ! wait_for "${tmpdir}/top-u.txt" PerfTop "${tpid}"

@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
-#include "bio_common.h"
+#include "build_id_offset_common.h"
 
 /* Emulated machines with debug kernels are slow: more than the default */
 #undef TEST_TIMEOUT_DEFAULT
@@ -39,7 +39,7 @@
 #define RING_PAGES	512
 #define PERIOD_NS	500000
 
-static void bio_attr(struct perf_event_attr *attr)
+static void bido_attr(struct perf_event_attr *attr)
 {
 	sample_attr(attr, PERIOD_NS);
 }
@@ -54,7 +54,7 @@ static void bio_attr(struct perf_event_attr *attr)
  */
 static int ring_prefill(struct ring *rb)
 {
-	char path[3900] = "/tmp/bio_ff_XXXXXX", name[201];
+	char path[3900] = "/tmp/bido_ff_XXXXXX", name[201];
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
 		.type = PERF_TYPE_SOFTWARE,
@@ -150,7 +150,7 @@ enum verdict { RESOLVED, UNRESOLVED, WRONG };
 
 /* Check the record's map @bm for address @a against the truth in @m */
 static enum verdict check_addr(struct maps *m, uint64_t a,
-			       const struct bio_map *bm, const char **why)
+			       const struct bido_map *bm, const char **why)
 {
 	struct vma *v = maps_find(m, a);
 
@@ -168,7 +168,7 @@ static enum verdict check_addr(struct maps *m, uint64_t a,
 	if (v->kind == VMA_FILE) {
 		if (bm->pgoff != v->pgoff)
 			*why = "file offset differs";
-		else if (v->deleted != !!(bm->flags & PERF_BIO_MAP_DELETED))
+		else if (v->deleted != !!(bm->flags & PERF_BUILD_ID_OFFSET_MAP_DELETED))
 			*why = "DELETED flag differs";
 		if (*why)
 			return WRONG;
@@ -178,8 +178,8 @@ static enum verdict check_addr(struct maps *m, uint64_t a,
 		    memcmp(bm->build_id, v->bid, v->bid_size))
 			*why = "build-ID differs";
 		else if (!v->bid_size &&
-			 !(bm->flags & (PERF_BIO_MAP_NO_BUILD_ID |
-					PERF_BIO_MAP_UNREADABLE)))
+			 !(bm->flags & (PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID |
+					PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)))
 			*why = "no build-ID and no flag saying why";
 	} else if (v->kind == VMA_ANON || v->kind == VMA_VDSO) {
 		if (bm->pgoff || bm->build_id_size)
@@ -196,7 +196,7 @@ static bool is_code(struct maps *m, struct maps *m2, uint64_t a)
 }
 
 static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
-		       const struct sample *s, int k, const struct bio_map *bm)
+		       const struct sample *s, int k, const struct bido_map *bm)
 {
 	int j;
 
@@ -331,7 +331,7 @@ static void join(struct trace *t, struct maps *m, struct maps *m2,
 		}
 		for (k = 0; k < s->nr; k++) {
 			ty->addrs++;
-			if (r->flags & PERF_BIO_F_MM_CHANGED) {
+			if (r->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) {
 				ty->mm_changed++;
 				continue;
 			}
@@ -429,9 +429,9 @@ static void burn(double secs, struct ring *rb, int nr_rb, struct trace *t,
 	int i;
 
 	while (cpu_seconds() < until) {
-		bio_sink += depth1(20000);
+		bido_sink += depth1(20000);
 		if (jit)
-			bio_sink += jit(60000);
+			bido_sink += jit(60000);
 		for (i = 0; i < nr_rb && t; i++)
 			ring_drain(&rb[i], t);
 	}
@@ -443,18 +443,18 @@ static int lib_path(char *buf, size_t len, const char *name)
 }
 
 /*
- * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
+ * Skip on a kernel without the feature, unless BIDO_REQUIRED is set in the
  * environment (the test guest of the series sets it: there, a kernel that
  * refuses the bit is a failure).  Returns true when the test must stop.
  */
-static bool bio_missing(struct __test_metadata *_metadata)
+static bool bido_missing(struct __test_metadata *_metadata)
 {
 	struct perf_event_attr attr;
 
-	bio_attr(&attr);
-	if (bio_supported(&attr))
+	bido_attr(&attr);
+	if (bido_supported(&attr))
 		return false;
-	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
+	ASSERT_EQ(NULL, getenv("BIDO_REQUIRED"))
 		TH_LOG("perf_event_open: %s", strerror(errno));
 	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
 	     strerror(errno));
@@ -463,7 +463,7 @@ static bool bio_missing(struct __test_metadata *_metadata)
 /* debugfs perf_build_id_offset/reuse: 1, 0, or -1 when it cannot be read */
 static int reuse_knob(void)
 {
-	int v = read_int(bio_debugfs("reuse"));
+	int v = read_int(bido_debugfs("reuse"));
 
 	return v == INT_MIN ? -1 : v;
 }
@@ -494,12 +494,12 @@ TEST(resolve_self)
 	void *dl, *page;
 	int i, k;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	lib_path(path, sizeof(path), "libbio_dl.so");
+	lib_path(path, sizeof(path), "libbido_dl.so");
 	dl = dlopen(path, RTLD_NOW);
 	ASSERT_NE(NULL, dl) TH_LOG("dlopen %s: %s", path, dlerror());
-	lib_work = dlsym(dl, "bio_lib_work");
+	lib_work = dlsym(dl, "bido_lib_work");
 	ASSERT_NE(NULL, lib_work);
 
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -509,7 +509,7 @@ TEST(resolve_self)
 	ASSERT_EQ(0, mprotect(page, 4096, PROT_READ | PROT_EXEC));
 	jit = page;
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	/* Every pad byte must then come back zero (parse_record checks) */
 	ASSERT_EQ(0, ring_prefill(&rb));
@@ -527,17 +527,17 @@ TEST(resolve_self)
 		struct record *r = find_record(&t, t.s[i].tid, t.s[i].cookie);
 
 		for (k = 0; r && k < t.s[i].nr; k++) {
-			const struct bio_map *bm = rec_find(r, t.s[i].addrs[k]);
+			const struct bido_map *bm = rec_find(r, t.s[i].addrs[k]);
 			struct vma *v = maps_find(&m, t.s[i].addrs[k]);
 
 			if (!bm || !v)
 				continue;
-			if (strstr(v->path, "libbio_dl.so") && bm->pgoff)
+			if (strstr(v->path, "libbido_dl.so") && bm->pgoff)
 				in_lib++;
 			if (v->start == (uintptr_t)page &&
-			    (bm->flags & PERF_BIO_MAP_ANON))
+			    (bm->flags & PERF_BUILD_ID_OFFSET_MAP_ANON))
 				in_jit++;
-			if (bm->flags & PERF_BIO_MAP_VDSO)
+			if (bm->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO)
 				in_vdso++;
 		}
 		kernel_mode += t.s[i].kernel && r;
@@ -618,13 +618,13 @@ static int fill_secret(int fd, int src)
 }
 
 /*
- * Map the page(s) of the file @fd that hold bio_spin(), executable, at
+ * Map the page(s) of the file @fd that hold bido_spin(), executable, at
  * their file offset; the page with the ELF headers and notes stays
  * unmapped.
  */
 static int map_spin(struct special_map *sm, int fd, int src)
 {
-	uint64_t off = elf_sym_offset(src, "bio_spin");
+	uint64_t off = elf_sym_offset(src, "bido_spin");
 	long page = sysconf(_SC_PAGESIZE);
 
 	if (!off)
@@ -693,7 +693,7 @@ static void run_special(struct __test_metadata *_metadata,
 	struct ring rb;
 	int i, k;
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	for (i = 0; i < 200 && hits < 20; i++) {
@@ -703,7 +703,7 @@ static void run_special(struct __test_metadata *_metadata,
 			if (sm->fake_ret)
 				fake_frame_spin(100000, frame);
 			else
-				bio_sink += sm->spin(100000);
+				bido_sink += sm->spin(100000);
 		}
 		ring_drain(&rb, &t);
 		hits = 0;
@@ -716,7 +716,7 @@ static void run_special(struct __test_metadata *_metadata,
 	for (i = 0; i < t.nr_s; i++) {
 		struct sample *s = &t.s[i];
 		uint64_t a = special_addr(s, sm);
-		const struct bio_map *bm;
+		const struct bido_map *bm;
 		struct record *r;
 
 		if (!a)
@@ -764,27 +764,27 @@ FIXTURE_VARIANT(special) {
 };
 
 FIXTURE_VARIANT_ADD(special, cold_note) {
-	.kind = SP_COLD, .lib = "libbio_cold.so",
+	.kind = SP_COLD, .lib = "libbido_cold.so",
 };
 
 FIXTURE_VARIANT_ADD(special, memfd) {
-	.kind = SP_MEMFD, .lib = "libbio_dl.so",
+	.kind = SP_MEMFD, .lib = "libbido_dl.so",
 };
 
 FIXTURE_VARIANT_ADD(special, deleted) {
-	.kind = SP_DELETED, .lib = "libbio_dl.so",
+	.kind = SP_DELETED, .lib = "libbido_dl.so",
 };
 
 FIXTURE_VARIANT_ADD(special, no_build_id) {
-	.kind = SP_NO_BUILD_ID, .lib = "libbio_nobid.so",
+	.kind = SP_NO_BUILD_ID, .lib = "libbido_nobid.so",
 };
 
 FIXTURE_VARIANT_ADD(special, secretmem) {
-	.kind = SP_SECRET, .lib = "libbio_dl.so",
+	.kind = SP_SECRET, .lib = "libbido_dl.so",
 };
 
 FIXTURE_VARIANT_ADD(special, not_code) {
-	.kind = SP_DATA, .lib = "libbio_dl.so",
+	.kind = SP_DATA, .lib = "libbido_dl.so",
 };
 
 FIXTURE_SETUP(special)
@@ -809,10 +809,10 @@ FIXTURE_TEARDOWN(special)
 TEST_F(special, run)
 {
 	struct special_map *sm = &self->sm;
-	char tmp[] = "/tmp/bio_deleted_XXXXXX";
+	char tmp[] = "/tmp/bido_deleted_XXXXXX";
 	int fd = -1, ret, cached;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	switch (variant->kind) {
 	case SP_COLD:
@@ -830,15 +830,15 @@ TEST_F(special, run)
 			SKIP(return, "the filesystem of %s keeps its page cache (mincore %d): cannot test a cold note",
 			     variant->lib, cached);
 		sm->want_flags = 0;
-		sm->deny_flags = PERF_BIO_MAP_UNREADABLE;
+		sm->deny_flags = PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
 		ASSERT_LT(0, sm->bid_size);
 		break;
 	case SP_MEMFD:
-		fd = memfd_create("bio", MFD_CLOEXEC);
+		fd = memfd_create("bido", MFD_CLOEXEC);
 		ASSERT_LE(0, fd);
 		ASSERT_EQ(0, copy_fd(self->src, fd));
 		ASSERT_EQ(0, map_spin(sm, fd, self->src));
-		sm->want_flags = PERF_BIO_MAP_ANON_FILE;
+		sm->want_flags = PERF_BUILD_ID_OFFSET_MAP_ANON_FILE;
 		break;
 	case SP_DELETED:
 		fd = mkstemp(tmp);
@@ -846,13 +846,13 @@ TEST_F(special, run)
 		ASSERT_EQ(0, copy_fd(self->src, fd));
 		ASSERT_EQ(0, map_spin(sm, fd, self->src));
 		ASSERT_EQ(0, unlink(tmp));
-		sm->want_flags = PERF_BIO_MAP_DELETED;
+		sm->want_flags = PERF_BUILD_ID_OFFSET_MAP_DELETED;
 		break;
 	case SP_NO_BUILD_ID:
 		fd = dup(self->src);
 		ASSERT_EQ(0, map_spin(sm, fd, self->src));
 		ASSERT_EQ(0, sm->bid_size);
-		sm->want_flags = PERF_BIO_MAP_NO_BUILD_ID;
+		sm->want_flags = PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
 		break;
 	case SP_SECRET:
 #ifndef __x86_64__
@@ -919,11 +919,11 @@ static unsigned long beside_churn(struct __test_metadata *_metadata,
 	void *iters = NULL;
 	pthread_t th;
 
-	lib_path(path, sizeof(path), "libbio_nobid.so");
+	lib_path(path, sizeof(path), "libbido_nobid.so");
 	__atomic_store_n(&stop_churn, 0, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_create(&th, NULL, churn, path));
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(rb, &attr, syscall(__NR_gettid), -1,
 			       RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb->fd, PERF_EVENT_IOC_ENABLE, 0));
@@ -948,7 +948,7 @@ TEST(munmap_race)
 	struct ring rb;
 	struct maps m;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	iters = beside_churn(_metadata, &rb, &t, burn_second);
 
@@ -1019,12 +1019,12 @@ TEST(fork_exec_exit)
 	int go, tids[2], status, fd, i;
 	struct trace t = {};
 	struct maps m, mx;
-	char spin_maps[] = "/tmp/bio_spin_maps_XXXXXX";
+	char spin_maps[] = "/tmp/bido_spin_maps_XXXXXX";
 	struct ring *rb;
 	const char *self;
 	pid_t child;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	fd = mkstemp(spin_maps);
 	ASSERT_LE(0, fd);
@@ -1042,7 +1042,7 @@ TEST(fork_exec_exit)
 		gc = fork();
 		if (!gc) {
 			burn(0.3, NULL, 0, NULL, NULL);
-			execl(self, self, "--bio-spin", spin_maps, NULL);
+			execl(self, self, "--bido-spin", spin_maps, NULL);
 			_exit(127);
 		}
 		if (write(tids[1], &gc, sizeof(gc)) != sizeof(gc))
@@ -1052,7 +1052,7 @@ TEST(fork_exec_exit)
 	}
 
 	/* Inherited events are mmap()ed per CPU (one per task is EINVAL) */
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.inherit = 1;
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
@@ -1112,7 +1112,7 @@ static int open_inherited(void)
 {
 	struct perf_event_attr attr;
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.inherit = 1;
 	return perf_open(&attr, 0, -1);
 }
@@ -1124,12 +1124,12 @@ TEST(inherit_generation)
 	pthread_t th;
 	pid_t pid;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	fd = open_inherited();
 	ASSERT_LE(0, fd) TH_LOG("perf_event_open: %s", strerror(errno));
 	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_ENABLE, 0));
-	g0 = bio_stat("generation");
+	g0 = bido_stat("generation");
 	if (g0 < 0) {
 		close(fd);
 		SKIP(return, "no debugfs perf_build_id_offset/stats");
@@ -1144,12 +1144,12 @@ TEST(inherit_generation)
 		ASSERT_EQ(0, pthread_create(&th, NULL, no_op, NULL));
 		ASSERT_EQ(0, pthread_join(th, NULL));
 	}
-	g1 = bio_stat("generation");
+	g1 = bido_stat("generation");
 
 	/* A receiver of its own does move it */
 	other = open_inherited();
 	ASSERT_LE(0, other);
-	g2 = bio_stat("generation");
+	g2 = bido_stat("generation");
 	close(other);
 	close(fd);
 
@@ -1171,7 +1171,7 @@ static int stop_spin;
 static void *spin_syscalls(void *arg)
 {
 	while (!__atomic_load_n(&stop_spin, __ATOMIC_RELAXED)) {
-		bio_sink += leaf(20000);
+		bido_sink += leaf(20000);
 		syscall(__NR_getppid);
 	}
 	return arg;
@@ -1183,11 +1183,11 @@ TEST(stashes_freed)
 	pthread_t th[8];
 	int fd, i;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	fd = open_inherited();
 	ASSERT_LE(0, fd) TH_LOG("perf_event_open: %s", strerror(errno));
-	before = bio_stat("stashes");
+	before = bido_stat("stashes");
 	if (before < 0) {
 		close(fd);
 		SKIP(return, "no debugfs perf_build_id_offset/stats");
@@ -1197,13 +1197,13 @@ TEST(stashes_freed)
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, spin_syscalls, NULL));
 	burn(0.3, NULL, 0, NULL, NULL);
-	during = bio_stat("stashes");
+	during = bido_stat("stashes");
 
 	/* The threads go on entering the kernel and returning */
 	close(fd);
 	for (i = 0; i < 100; i++) {
 		usleep(50000);
-		after = bio_stat("stashes");
+		after = bido_stat("stashes");
 		if (after <= during - 8)
 			break;
 	}
@@ -1232,11 +1232,11 @@ TEST(receiver_enabled_again)
 	struct ring rb;
 	int i;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (reuse_knob() != 1)
 		SKIP(return, "needs debugfs perf_build_id_offset, with reuse on");
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.use_clockid = 1;
 	attr.clockid = CLOCK_MONOTONIC;
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
@@ -1276,46 +1276,46 @@ TEST(invalid_attrs)
 	uint64_t *flags;
 	int fd;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.exclude_user = 1;
 	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("sample bit with exclude_user");
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.sample_type = PERF_SAMPLE_IP;
 	attr.exclude_user = 1;
 	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("defer_output with exclude_user");
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.defer_callchain = 1;
 	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("defer_callchain is reserved here");
 
 	/* The first reserved bit after defer_output, and the next sample bit */
-	bio_attr(&attr);
+	bido_attr(&attr);
 	flags = (uint64_t *)((char *)&attr +
 			     offsetof(struct perf_event_attr, read_format) + 8);
 	*flags |= 1ULL << 40;
 	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("reserved attr bit 40");
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET << 1;
 	EXPECT_EQ(-1, perf_open(&attr, 0, -1));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("sample bit above the new one");
 
 	/* Valid: each bit alone, and a receiving event that does not sample */
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.defer_output = 0;
 	fd = perf_open(&attr, 0, -1);
 	EXPECT_LE(0, fd) TH_LOG("sample bit alone: %s", strerror(errno));
 	close(fd);
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_DUMMY;
 	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
@@ -1349,7 +1349,7 @@ static int unprivileged(pid_t foreign)
 	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 		return 0;
 
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	if (!ring_open(&rb, &attr, 0, -1, RING_PAGES)) {
@@ -1397,7 +1397,7 @@ TEST(permissions)
 	int saved = read_int("/proc/sys/kernel/perf_event_paranoid"), status;
 	pid_t pid, foreign;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (geteuid())
 		SKIP(return, "needs root to become another user");
@@ -1451,7 +1451,7 @@ TEST(cpu_wide_migrate)
 	struct maps m;
 	pid_t child;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (nr_cpus < 2)
 		SKIP(return, "needs two CPUs, has %d", nr_cpus);
@@ -1472,7 +1472,7 @@ TEST(cpu_wide_migrate)
 	}
 
 	rb = calloc(nr_cpus, sizeof(*rb));
-	bio_attr(&attr);
+	bido_attr(&attr);
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i, RING_PAGES));
 	status = trace_child(rb, nr_cpus, &t, go, child, 20000);
@@ -1534,7 +1534,7 @@ static __attribute__((noipa)) void long_syscalls(double secs)
 		/* About a millisecond or more of kernel time per call */
 		if (syscall(__NR_getrandom, buf, sizeof(buf), 0) < 0)
 			break;
-		bio_sink += leaf(20000);
+		bido_sink += leaf(20000);
 	}
 }
 
@@ -1557,10 +1557,10 @@ TEST(cookie_per_entry)
 	int i, k, reuse;
 	struct ring rb;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	reuse = reuse_knob();
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	long_syscalls(1.0);
@@ -1604,7 +1604,7 @@ TEST(cookie_per_entry)
 	for (i = 0; i < t.nr_r; i++) {
 		for (k = i + 1; k < t.nr_r; k++)
 			dup_records += t.r[k].cookie == t.r[i].cookie;
-		maps_changed += !!(t.r[i].flags & PERF_BIO_F_MAPS_CHANGED);
+		maps_changed += !!(t.r[i].flags & PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED);
 	}
 	ksft_print_msg("cookie_per_entry: %d samples, %d records (reuse %d); %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records, %llu with MAPS_CHANGED\n",
 		       t.nr_s, t.nr_r, reuse, (unsigned long long)shared,
@@ -1634,7 +1634,7 @@ TEST(cookie_per_entry)
  * Another thread maps and unmaps a library while this one is inside long
  * system calls, where its samples land: the record of an entry in which
  * the address space changed after the entry's first sample says so
- * (PERF_BIO_F_MAPS_CHANGED), and still resolves this thread's own code,
+ * (PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED), and still resolves this thread's own code,
  * which never moved.  cookie_per_entry checks that no record says so
  * when nothing changes.
  */
@@ -1653,12 +1653,12 @@ TEST(maps_changed)
 	struct maps m;
 	int i;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	iters = beside_churn(_metadata, &rb, &t, syscalls_second);
 
 	for (i = 0; i < t.nr_r; i++)
-		flagged += !!(t.r[i].flags & PERF_BIO_F_MAPS_CHANGED);
+		flagged += !!(t.r[i].flags & PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED);
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, NULL, &ty, NULL, NULL);
 	tally_print("maps_changed", &ty, &t);
@@ -1677,7 +1677,7 @@ TEST(maps_changed)
  */
 TEST(compat32)
 {
-	char prog[PATH_MAX], maps_file[] = "/tmp/bio_c32_maps_XXXXXX";
+	char prog[PATH_MAX], maps_file[] = "/tmp/bido_c32_maps_XXXXXX";
 	uint64_t in_prog = 0;
 	struct perf_event_attr attr;
 	struct trace t = {};
@@ -1687,9 +1687,9 @@ TEST(compat32)
 	struct ring rb;
 	pid_t child;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	lib_path(prog, sizeof(prog), "bio_compat32");
+	lib_path(prog, sizeof(prog), "build_id_offset_compat32");
 	ASSERT_EQ(0, access(prog, X_OK));
 	fd = mkstemp(maps_file);
 	ASSERT_LE(0, fd);
@@ -1700,7 +1700,7 @@ TEST(compat32)
 		execl(prog, prog, maps_file, "0.7", NULL);
 		_exit(errno == ENOEXEC ? 99 : 127);
 	}
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES));
 	status = trace_child(&rb, 1, &t, go, child, 20000);
 	ASSERT_TRUE(WIFEXITED(status));
@@ -1718,9 +1718,9 @@ TEST(compat32)
 
 		for (k = 0; r && k < t.s[i].nr; k++) {
 			struct vma *v = maps_find(&mx, t.s[i].addrs[k]);
-			const struct bio_map *bm = rec_find(r, t.s[i].addrs[k]);
+			const struct bido_map *bm = rec_find(r, t.s[i].addrs[k]);
 
-			in_prog += v && bm && strstr(v->path, "bio_compat32") &&
+			in_prog += v && bm && strstr(v->path, "build_id_offset_compat32") &&
 				   bm->build_id_size == 20;
 		}
 	}
@@ -1755,9 +1755,9 @@ TEST(full_buffer)
 	struct ring rb;
 	int i;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 1));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	burn(0.5, NULL, 0, NULL, NULL);
@@ -1799,17 +1799,17 @@ TEST(full_buffer)
 TEST(no_room_reuse)
 {
 	uint64_t lost_cookies = 0, named_lost = 0;
-	long long no_room = bio_stat("no_room");
+	long long no_room = bido_stat("no_room");
 	struct perf_event_attr attr;
 	struct trace t = {};
 	struct ring rb;
 	int i, k;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (reuse_knob() != 1 || no_room < 0)
 		SKIP(return, "needs debugfs perf_build_id_offset, with reuse on");
-	bio_attr(&attr);
+	bido_attr(&attr);
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 1));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	/* Each round overflows the one page, then the reader empties it */
@@ -1835,7 +1835,7 @@ TEST(no_room_reuse)
 		else
 			lost_cookies++;
 	}
-	no_room = bio_stat("no_room") - no_room;
+	no_room = bido_stat("no_room") - no_room;
 	ksft_print_msg("no_room_reuse: %d samples and %d records kept, %llu lost, %lld records among them; %llu user-mode samples without their record, %llu more naming one of those\n",
 		       t.nr_s, t.nr_r, (unsigned long long)t.lost, no_room,
 		       (unsigned long long)lost_cookies,
@@ -1860,16 +1860,16 @@ TEST(close_pending)
 	long page = sysconf(_SC_PAGESIZE);
 	int i, rounds = 0;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	bio_attr(&attr);
+	bido_attr(&attr);
 	attr.sample_period = 20000;
 	for (i = 0; i < 100; i++) {
 		struct ring rb;
 
 		ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 8));
 		ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
-		bio_sink += with_syscalls(20000);
+		bido_sink += with_syscalls(20000);
 		/* Half the rounds unmap first, half close the mapped event */
 		if (i & 1)
 			munmap(rb.pg, 9 * page);
@@ -1885,7 +1885,7 @@ TEST(close_pending)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--bio-spin"))
+	if (argc == 3 && !strcmp(argv[1], "--bido-spin"))
 		return spin_main(argv[2]);
 	return test_harness_run(argc, argv);
 }

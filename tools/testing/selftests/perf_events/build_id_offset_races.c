@@ -14,7 +14,7 @@
  * test takes with clock_gettime() can be set against sample times.
  *
  * The loops are sized for an emulated machine with a debug kernel;
- * BIO_RACES_SCALE=N in the environment makes them N times longer.
+ * BIDO_RACES_SCALE=N in the environment makes them N times longer.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -44,7 +44,7 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
-#include "bio_common.h"
+#include "build_id_offset_common.h"
 
 /* Emulated machines with debug kernels are slow: more than the default */
 #undef TEST_TIMEOUT_DEFAULT
@@ -53,7 +53,7 @@
 #define RING_PAGES	256
 
 /* A sampling event that also receives the records, on CLOCK_MONOTONIC */
-static void bio_attr(struct perf_event_attr *attr, uint64_t period_ns)
+static void bido_attr(struct perf_event_attr *attr, uint64_t period_ns)
 {
 	sample_attr(attr, period_ns);
 	attr->use_clockid = 1;
@@ -74,7 +74,7 @@ static int64_t event_lost(int fd)
 static void holder_attr(struct perf_event_attr *attr)
 {
 	/* The same sample_type: the sample_id of its records is the same */
-	bio_attr(attr, 0);
+	bido_attr(attr, 0);
 	attr->config = PERF_COUNT_SW_DUMMY;
 	attr->defer_output = 0;
 }
@@ -121,7 +121,7 @@ enum verdict { RESOLVED, UNRESOLVED, NOT_CODE, ANON, WRONG };
  * checked, except that a map there must not claim a file.
  */
 static enum verdict truth_verdict(struct maps *m, uint64_t a,
-				  const struct bio_map *bm, const char **why)
+				  const struct bido_map *bm, const char **why)
 {
 	struct vma *v = maps_find(m, a);
 
@@ -145,11 +145,11 @@ static enum verdict truth_verdict(struct maps *m, uint64_t a,
 	else if (bm->start != v->start || bm->end != v->end)
 		*why = "mapping bounds differ";
 	else if (v->kind == VMA_VDSO)
-		*why = !(bm->flags & PERF_BIO_MAP_VDSO) || bm->pgoff ||
+		*why = !(bm->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO) || bm->pgoff ||
 		       bm->build_id_size ? "vDSO map wrong" : NULL;
 	else if (bm->pgoff != v->pgoff)
 		*why = "file offset differs";
-	else if (v->deleted != !!(bm->flags & PERF_BIO_MAP_DELETED))
+	else if (v->deleted != !!(bm->flags & PERF_BUILD_ID_OFFSET_MAP_DELETED))
 		*why = "DELETED flag differs";
 	if (*why || v->kind == VMA_VDSO)
 		return *why ? WRONG : RESOLVED;
@@ -158,8 +158,8 @@ static enum verdict truth_verdict(struct maps *m, uint64_t a,
 	if (bm->build_id_size != v->bid_size ||
 	    memcmp(bm->build_id, v->bid, v->bid_size))
 		*why = "build-ID differs";
-	else if (!v->bid_size && !(bm->flags & (PERF_BIO_MAP_NO_BUILD_ID |
-						PERF_BIO_MAP_UNREADABLE)))
+	else if (!v->bid_size && !(bm->flags & (PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID |
+						PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)))
 		*why = "no build-ID and no flag saying why";
 	return *why ? WRONG : RESOLVED;
 }
@@ -178,7 +178,7 @@ struct tally {
 	char unresolved_eg[160];
 };
 
-static void tally_wrong(struct tally *ty, uint64_t a, const struct bio_map *bm,
+static void tally_wrong(struct tally *ty, uint64_t a, const struct bido_map *bm,
 			const char *why)
 {
 	if (ty->wrong++)
@@ -193,7 +193,7 @@ static void tally_wrong(struct tally *ty, uint64_t a, const struct bio_map *bm,
 }
 
 static void tally_addr(struct tally *ty, enum verdict v, uint64_t a,
-		       const struct bio_map *bm, const char *why)
+		       const struct bido_map *bm, const char *why)
 {
 	ty->addrs++;
 	switch (v) {
@@ -259,9 +259,9 @@ static void join(struct trace *t, struct maps *m, struct tally *ty,
 		if (s->time < r->first)
 			r->first = s->time;
 		for (k = 0; k < s->nr; k++) {
-			const struct bio_map *bm = rec_find(r, s->addrs[k]);
+			const struct bido_map *bm = rec_find(r, s->addrs[k]);
 
-			if (r->flags & PERF_BIO_F_MM_CHANGED) {
+			if (r->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) {
 				ty->addrs++;
 				ty->mm_changed++;
 				continue;
@@ -309,10 +309,10 @@ static void tally_print(const char *what, struct tally *ty, struct trace *t)
 
 /* ---- Workloads ---- */
 
-/* BIO_RACES_SCALE, at least 1 */
+/* BIDO_RACES_SCALE, at least 1 */
 static int scale(void)
 {
-	const char *s = getenv("BIO_RACES_SCALE");
+	const char *s = getenv("BIDO_RACES_SCALE");
 	int n = s ? atoi(s) : 1;
 
 	return n > 0 ? n : 1;
@@ -353,7 +353,7 @@ static void burn(double secs)
 	double until = cpu_seconds() + secs;
 
 	while (cpu_seconds() < until)
-		bio_sink += with_syscalls(4000);
+		bido_sink += with_syscalls(4000);
 }
 
 static int copy_file(const char *from, const char *to, mode_t mode)
@@ -381,18 +381,18 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 }
 
 /*
- * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
+ * Skip on a kernel without the feature, unless BIDO_REQUIRED is set in the
  * environment (the test guest of the series sets it).  Returns true when
  * the test must stop.
  */
-static bool bio_missing(struct __test_metadata *_metadata)
+static bool bido_missing(struct __test_metadata *_metadata)
 {
 	struct perf_event_attr attr;
 
-	bio_attr(&attr, 100000);
-	if (bio_supported(&attr))
+	bido_attr(&attr, 100000);
+	if (bido_supported(&attr))
 		return false;
-	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
+	ASSERT_EQ(NULL, getenv("BIDO_REQUIRED"))
 		TH_LOG("perf_event_open: %s", strerror(errno));
 	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
 	     strerror(errno));
@@ -436,7 +436,7 @@ static void *exiting_thread(void *arg)
 static void *spinning_thread(void *arg)
 {
 	for (;;)
-		bio_sink += with_syscalls(2000);
+		bido_sink += with_syscalls(2000);
 	return NULL;
 }
 
@@ -565,7 +565,7 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 	if (!child)
 		_exit(work(c));
 
-	bio_attr(&attr, 1000000);
+	bido_attr(&attr, 1000000);
 	attr.inherit = 1;
 	rb = calloc(nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++)
@@ -606,14 +606,14 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 
 TEST(thread_exit)
 {
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	run_inherited(_metadata, "thread_exit", thread_exit_work);
 }
 
 TEST(inherit_storm)
 {
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	run_inherited(_metadata, "inherit_storm", storm_work);
 }
@@ -647,7 +647,7 @@ static void *signalled_thread(void *arg)
 	while (!__atomic_load_n(&sg->done, __ATOMIC_ACQUIRE))
 		sched_yield();
 	for (until = cpu_seconds() + 1.0; cpu_seconds() < until; sg->calls++)
-		bio_sink += long_syscall();
+		bido_sink += long_syscall();
 	__atomic_store_n(&sg->done, 2, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -669,13 +669,13 @@ TEST(signal_entry)
 	char *base;
 	int fd, i, k;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	/* bio_spin(unsigned long) as the handler: it runs sig rounds */
-	snprintf(path, sizeof(path), "%s/libbio_dl.so", self_dir());
+	/* bido_spin(unsigned long) as the handler: it runs sig rounds */
+	snprintf(path, sizeof(path), "%s/libbido_dl.so", self_dir());
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
-	off = elf_sym_offset(fd, "bio_spin");
+	off = elf_sym_offset(fd, "bido_spin");
 	ASSERT_NE(0, off);
 	pgoff = off & ~(uint64_t)(page - 1);
 	base = mmap(NULL, 2 * page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd,
@@ -689,7 +689,7 @@ TEST(signal_entry)
 	ASSERT_EQ(0, pthread_create(&th, NULL, signalled_thread, &sg));
 	while (!__atomic_load_n(&sg.tid, __ATOMIC_ACQUIRE))
 		sched_yield();
-	bio_attr(&attr, 100000);
+	bido_attr(&attr, 100000);
 	ASSERT_EQ(0, ring_open(&rb, &attr, sg.tid, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	__atomic_store_n(&sg.done, 1, __ATOMIC_RELEASE);
@@ -758,7 +758,7 @@ TEST(signal_entry)
 /* ---- Lifecycle: exec, of a plain, a set-uid and an unreadable program ---- */
 
 /*
- * A child of an unprivileged reader (uid 65534) execs bio_exec_helper
+ * A child of an unprivileged reader (uid 65534) execs build_id_offset_exec_helper
  * while the reader samples it with a per-task event that also receives
  * the records and the exec's PERF_RECORD_COMM.
  *
@@ -820,15 +820,15 @@ FIXTURE_VARIANT(exec) {
 };
 
 FIXTURE_VARIANT_ADD(exec, plain) {
-	.kind = EXEC_PLAIN, .name = "bio_plain", .mode = 0755,
+	.kind = EXEC_PLAIN, .name = "bido_plain", .mode = 0755,
 };
 
 FIXTURE_VARIANT_ADD(exec, setuid) {
-	.kind = EXEC_SETUID, .name = "bio_suid", .mode = 04755,
+	.kind = EXEC_SETUID, .name = "bido_suid", .mode = 04755,
 };
 
 FIXTURE_VARIANT_ADD(exec, unreadable) {
-	.kind = EXEC_XONLY, .name = "bio_xonly", .mode = 0111,
+	.kind = EXEC_XONLY, .name = "bido_xonly", .mode = 0111,
 };
 
 FIXTURE_SETUP(exec)
@@ -840,7 +840,7 @@ FIXTURE_SETUP(exec)
 	self->dir[0] = 0;
 	if (geteuid())
 		SKIP(return, "needs root to run a program as another user");
-	snprintf(src, sizeof(src), "%s/bio_exec_helper", self_dir());
+	snprintf(src, sizeof(src), "%s/build_id_offset_exec_helper", self_dir());
 	fd = open(src, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", src, strerror(errno));
 	self->bid_size = elf_build_id(fd, self->bid, NULL);
@@ -863,7 +863,7 @@ FIXTURE_SETUP(exec)
 	close(fd);
 	ASSERT_LT(0, self->nr_seg);
 
-	snprintf(self->dir, sizeof(self->dir), "/tmp/bio_exec_XXXXXX");
+	snprintf(self->dir, sizeof(self->dir), "/tmp/bido_exec_XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	ASSERT_EQ(0, chmod(self->dir, 0755));
 	snprintf(self->prog, sizeof(self->prog), "%s/%s", self->dir,
@@ -985,7 +985,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 	}
 
 	/* Kernel-mode samples too (paranoid 1): those inside execve() */
-	bio_attr(&attr, 100000);
+	bido_attr(&attr, 100000);
 	attr.comm = 1;
 	attr.comm_exec = 1;
 	if (ring_open(&rb, &attr, child, -1, RING_PAGES)) {
@@ -1034,13 +1034,13 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 		bool in_helper = false;
 
 		for (k = 0; k < s->nr; k++) {
-			const struct bio_map *bm;
+			const struct bido_map *bm;
 			uint64_t off;
 
 			if (!helper_offset(self, s->addrs[k], &off))
 				continue;
 			in_helper = true;
-			if (!r || (r->flags & PERF_BIO_F_MM_CHANGED))
+			if (!r || (r->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
 				continue;
 			bm = rec_find(r, s->addrs[k]);
 			if (!bm)
@@ -1075,7 +1075,7 @@ static void exec_reader(FIXTURE_DATA(exec) *self,
 				r->maps[k].build_id_size == self->bid_size &&
 				!memcmp(r->maps[k].build_id, self->bid,
 					self->bid_size);
-		if (r->flags & PERF_BIO_F_MM_CHANGED) {
+		if (r->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) {
 			res->mm_changed++;
 			/* This entry began after the task's previous record */
 			for (k = 0; k < t.nr_r; k++)
@@ -1106,7 +1106,7 @@ TEST_F(exec, run)
 	struct exec_result *res;
 	pid_t reader;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	ASSERT_NE(INT_MIN, paranoid);
 	ASSERT_EQ(0, write_paranoid(1));
@@ -1184,7 +1184,7 @@ out:
 
 /*
  * A child's only event samples it with remove_on_exec while it execs
- * bio_exec_helper, which burns CPU time.  The exec takes the event out
+ * build_id_offset_exec_helper, which burns CPU time.  The exec takes the event out
  * of the child's context; that context, now empty, is inactive while the
  * child runs on.  The descriptor stays: poll() says POLLHUP, read() still
  * works, and PERF_EVENT_IOC_PERIOD must succeed without chasing the
@@ -1207,9 +1207,9 @@ TEST(remove_on_exec_period)
 	int64_t lost;
 	pid_t child;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	snprintf(prog, sizeof(prog), "%s/bio_exec_helper", self_dir());
+	snprintf(prog, sizeof(prog), "%s/build_id_offset_exec_helper", self_dir());
 	ASSERT_EQ(0, access(prog, X_OK)) TH_LOG("%s: %s", prog, strerror(errno));
 	child = fork_held(&go);
 	ASSERT_LE(0, child);
@@ -1219,7 +1219,7 @@ TEST(remove_on_exec_period)
 		_exit(127);
 	}
 
-	bio_attr(&attr, 100000);
+	bido_attr(&attr, 100000);
 	attr.remove_on_exec = 1;
 	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES))
 		TH_LOG("perf_event_open: %s", strerror(errno));
@@ -1242,7 +1242,7 @@ TEST(remove_on_exec_period)
 
 	/* New periods, while the child runs the helper on another CPU */
 	until = now_ns() + 500000000ULL;
-	while (now_ns() < until && comm_is(child, "bio_exec_helper")) {
+	while (now_ns() < until && comm_is(child, "build_id_offset_exec_helper")) {
 		for (i = 0; i < 64; i++, n++) {
 			uint64_t period = (1 + (n + i) % 3) * 100000;
 
@@ -1346,7 +1346,7 @@ FIXTURE_TEARDOWN(close_races)
 }
 
 #define RACE_PERIOD	200000	/* several samples per system call */
-#define RACE_ROUNDS	24	/* per variant, times BIO_RACES_SCALE */
+#define RACE_ROUNDS	24	/* per variant, times BIDO_RACES_SCALE */
 
 static void race_add(uint64_t *p, uint64_t n)
 {
@@ -1405,7 +1405,7 @@ static void *self_close_thread(void *arg)
 	struct perf_event_attr attr, hold;
 	int i;
 
-	bio_attr(&attr, RACE_PERIOD);
+	bido_attr(&attr, RACE_PERIOD);
 	holder_attr(&hold);
 	hold.defer_output = 1;
 	for (i = 0; i < 2 * RACE_ROUNDS * scale(); i++) {
@@ -1422,8 +1422,8 @@ static void *self_close_thread(void *arg)
 		}
 		ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0);
 		ioctl(s.fd, PERF_EVENT_IOC_ENABLE, 0);
-		bio_sink += long_syscall();
-		bio_sink += with_syscalls(3000);
+		bido_sink += long_syscall();
+		bido_sink += with_syscalls(3000);
 		if (i % 4 != 3) {
 			race_drain(c, &s);
 			race_drain(c, &r);
@@ -1443,7 +1443,7 @@ static void *self_close_thread(void *arg)
 			break;
 		case 2:
 			ring_close(&s);
-			bio_sink += long_syscall();
+			bido_sink += long_syscall();
 			race_drain(c, &r);
 			ring_close(&r);
 			break;
@@ -1471,7 +1471,7 @@ static void hold_and_work(struct race_count *c, int rounds)
 	struct ring rb;
 	int i;
 
-	bio_attr(&attr, RACE_PERIOD);
+	bido_attr(&attr, RACE_PERIOD);
 	if (ring_open(&rb, &attr, 0, -1, 8)) {
 		race_fail(c, "open");
 		syscall(__NR_exit_group, 1);
@@ -1479,7 +1479,7 @@ static void hold_and_work(struct race_count *c, int rounds)
 	ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
 	race_add(&c->events, 1);
 	for (i = 0; !rounds || i < rounds; i++) {
-		bio_sink += long_syscall();
+		bido_sink += long_syscall();
 		if (i == 1)
 			race_drain(c, &rb);
 	}
@@ -1530,7 +1530,7 @@ static void mutual_child(struct race_count *c, int *barrier, pid_t peer,
 	struct ring rb;
 	int i;
 
-	bio_attr(&attr, RACE_PERIOD);
+	bido_attr(&attr, RACE_PERIOD);
 	if (ring_open(&rb, &attr, peer, -1, 8)) {
 		race_fail(c, "open on peer");
 		race_meet(barrier, 2);
@@ -1543,7 +1543,7 @@ static void mutual_child(struct race_count *c, int *barrier, pid_t peer,
 		_exit(1);
 	}
 	for (i = 0; i < 2; i++) {
-		bio_sink += long_syscall();
+		bido_sink += long_syscall();
 		race_drain(c, &rb);
 	}
 	if (!race_meet(barrier + 1, 2))
@@ -1562,7 +1562,7 @@ static void mutual_child(struct race_count *c, int *barrier, pid_t peer,
 		close(rb.fd);
 		break;
 	}
-	bio_sink += long_syscall();
+	bido_sink += long_syscall();
 	syscall(__NR_exit_group, 0);
 }
 
@@ -1588,7 +1588,7 @@ TEST_F(close_races, run)
 	int i, k, pipes[2][2];
 	pid_t a, b;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	switch (variant->kind) {
 	case RACE_SELF_CLOSE:
@@ -1727,7 +1727,7 @@ static void *syscall_thread(void *arg)
 
 	__atomic_store_n(&sc->tid, gettid_(), __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
-		bio_sink += long_syscall();
+		bido_sink += long_syscall();
 		sc->calls++;
 	}
 	return NULL;
@@ -1765,7 +1765,7 @@ TEST_F(pending_ops, run)
 	int i, pages = variant->kind == PEND_FULL ? 1 : 128, fd;
 	long target;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	w = calloc(1, sizeof(*w));
 	ASSERT_NE(NULL, w);
@@ -1773,7 +1773,7 @@ TEST_F(pending_ops, run)
 	while (!__atomic_load_n(&sc.tid, __ATOMIC_ACQUIRE))
 		sched_yield();
 
-	bio_attr(&attr, variant->kind == PEND_FULL ? 500000 : 100000);
+	bido_attr(&attr, variant->kind == PEND_FULL ? 500000 : 100000);
 	memset(&rb, 0, sizeof(rb));
 	memset(&ra, 0, sizeof(ra));
 	memset(&rx, 0, sizeof(rx));
@@ -1950,7 +1950,7 @@ struct churn {
 	long page;
 	size_t stride, len;	/* slot spacing; length mapped in a slot */
 	uint64_t pgoff;		/* file offset mapped at a slot's start */
-	uint64_t spin_off;	/* bio_spin() from a slot's start */
+	uint64_t spin_off;	/* bido_spin() from a slot's start */
 	int fd[CH_COPIES + 1];
 	char path[CH_COPIES + 1][64];
 	uint8_t bid[CH_COPIES + 1][MAX_BUILD_ID];
@@ -2156,7 +2156,7 @@ static void *ch_sampled(void *arg)
 
 			if (!sigsetjmp(env, 1)) {
 				ch_env = &env;
-				bio_sink += fn(20000);
+				bido_sink += fn(20000);
 				ch->runs++;
 			} else {
 				ch->faults++;
@@ -2170,7 +2170,7 @@ static void *ch_sampled(void *arg)
 #endif
 			ch->fakes++;
 		}
-		bio_sink += ch->stable(5000);
+		bido_sink += ch->stable(5000);
 	}
 	__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -2205,7 +2205,7 @@ struct ch_tally {
 };
 
 static void ch_wrong(struct ch_tally *ct, uint64_t a, const char *why,
-		     const struct bio_map *bm)
+		     const struct bido_map *bm)
 {
 	if (ct->wrong++)
 		return;
@@ -2220,7 +2220,7 @@ static void ch_wrong(struct ch_tally *ct, uint64_t a, const char *why,
 /* Check the record's map @bm of slot address @a */
 static void ch_check(struct churn *ch, struct ch_tally *ct,
 		     const struct sample *s, int idx, const struct record *r,
-		     const struct bio_map *bm)
+		     const struct bido_map *bm)
 {
 	uint64_t a = s->addrs[idx];
 	int j = (a - (uintptr_t)ch->region) / ch->stride, n, i, k = -1;
@@ -2255,7 +2255,7 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 	}
 	if (!bm) {
 		if (n == 1 && code && cand[0].kind == CH_FILE &&
-		    !(r->flags & PERF_BIO_F_TRUNCATED)) {
+		    !(r->flags & PERF_BUILD_ID_OFFSET_F_TRUNCATED)) {
 			if (!ct->stable_unresolved++)
 				snprintf(ct->first_stable_unresolved,
 					 sizeof(ct->first_stable_unresolved),
@@ -2281,14 +2281,14 @@ static void ch_check(struct churn *ch, struct ch_tally *ct,
 			 "a copy the slot did not hold then", bm);
 	else if (k >= 0 && a - bm->start + bm->pgoff != ch->pgoff + off)
 		ch_wrong(ct, a, "file offset differs", bm);
-	else if (k < 0 && (bm->flags & PERF_BIO_MAP_ANON) && !anon && !hole)
+	else if (k < 0 && (bm->flags & PERF_BUILD_ID_OFFSET_MAP_ANON) && !anon && !hole)
 		ch_wrong(ct, a, "anonymous, but the slot held no such code",
 			 bm);
-	else if (k < 0 && !(bm->flags & PERF_BIO_MAP_ANON) && !hole)
+	else if (k < 0 && !(bm->flags & PERF_BUILD_ID_OFFSET_MAP_ANON) && !hole)
 		ch_wrong(ct, a, "a file that is none of ours", bm);
 	else if (k >= 0)
 		n == 1 ? ct->exact++ : ct->uncertain++;
-	else if (bm->flags & PERF_BIO_MAP_ANON)
+	else if (bm->flags & PERF_BUILD_ID_OFFSET_MAP_ANON)
 		ct->anon++;
 	else
 		ct->foreign++;
@@ -2304,11 +2304,11 @@ static int ch_setup(struct __test_metadata *_metadata, struct churn *ch)
 	ch->page = sysconf(_SC_PAGESIZE);
 	ch->len = 2 * ch->page;
 	ch->stride = 4 * ch->page;
-	snprintf(src, sizeof(src), "%s/libbio_dl.so", self_dir());
+	snprintf(src, sizeof(src), "%s/libbido_dl.so", self_dir());
 	fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	off = elf_sym_offset(fd, "bio_spin");
+	off = elf_sym_offset(fd, "bido_spin");
 	ch->bid_size = elf_build_id(fd, ch->bid[0], &at);
 	close(fd);
 	ch->pgoff = off & ~(uint64_t)(ch->page - 1);
@@ -2321,7 +2321,7 @@ static int ch_setup(struct __test_metadata *_metadata, struct churn *ch)
 	for (k = 0; k <= CH_COPIES; k++) {
 		uint8_t bid[MAX_BUILD_ID];
 
-		snprintf(ch->path[k], sizeof(ch->path[k]), "/tmp/bio_churn_%d_%d",
+		snprintf(ch->path[k], sizeof(ch->path[k]), "/tmp/bido_churn_%d_%d",
 			 getpid(), k);
 		if (copy_file(src, ch->path[k], 0600))
 			return -EIO;
@@ -2376,7 +2376,7 @@ TEST(as_churn)
 #ifndef __x86_64__
 	SKIP(return, "the made-up frames are x86-64 code");
 #endif
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	ch = calloc(1, sizeof(*ch));
 	ASSERT_NE(NULL, ch);
@@ -2388,7 +2388,7 @@ TEST(as_churn)
 	ASSERT_EQ(0, pthread_create(&sampled, NULL, ch_sampled, ch));
 	while (!__atomic_load_n(&ch->sampled, __ATOMIC_ACQUIRE))
 		sched_yield();
-	bio_attr(&attr, 200000);
+	bido_attr(&attr, 200000);
 	ASSERT_EQ(0, ring_open(&rb, &attr, ch->sampled, -1, RING_PAGES));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	ASSERT_EQ(0, pthread_create(&churner, NULL, ch_churner, ch));
@@ -2438,11 +2438,11 @@ TEST(as_churn)
 			continue;
 		}
 		ty.joined++;
-		if (r->flags & PERF_BIO_F_MM_CHANGED)
+		if (r->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED)
 			continue;
 		for (k = 0; k < s->nr; k++) {
 			uint64_t a = s->addrs[k];
-			const struct bio_map *bm = rec_find(r, a);
+			const struct bido_map *bm = rec_find(r, a);
 
 			if (a >= (uintptr_t)ch->region &&
 			    a < (uintptr_t)ch->region + CH_SLOTS * ch->stride) {
@@ -2671,7 +2671,7 @@ TEST(kthreads_iouring)
 	uint64_t io_samples = 0, io_cookies = 0, io_records = 0, bytes = 0;
 	uint64_t k_samples = 0, k_cookies = 0, k_records = 0, batches = 0;
 	uint64_t own = 0, own_unjoined = 0, until;
-	char tmp[] = "/tmp/bio_uring_XXXXXX";
+	char tmp[] = "/tmp/bido_uring_XXXXXX";
 	struct perf_event_attr attr;
 	struct trace t = { .check_ids = true };
 	struct uring u;
@@ -2679,7 +2679,7 @@ TEST(kthreads_iouring)
 	pid_t io_tids[256];
 	char *buf;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (nr_cpus > 8)
 		nr_cpus = 8;
@@ -2703,7 +2703,7 @@ TEST(kthreads_iouring)
 	ASSERT_EQ(0, err) TH_LOG("io_uring: %s", strerror(-err));
 
 	rb = calloc(nr_cpus, sizeof(*rb));
-	bio_attr(&attr, 200000);
+	bido_attr(&attr, 200000);
 	for (i = 0; i < nr_cpus; i++)
 		ASSERT_EQ(0, ring_open(&rb[i], &attr, -1, i, RING_PAGES));
 	for (i = 0; i < nr_cpus; i++)

@@ -57,7 +57,7 @@
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
-#include "bio_common.h"
+#include "build_id_offset_common.h"
 
 /* Emulated machines with debug kernels are slow */
 #undef TEST_TIMEOUT_DEFAULT
@@ -66,7 +66,7 @@
 #define PG		4096UL
 #define PERIOD_NS	200000
 
-#define BIO_MAP_NONE	(PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_UNREADABLE)
+#define BIDO_MAP_NONE	(PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID | PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
 
 /* The data_src of a software event, which knows no memory source */
 #define FZ_MEM_NA	(PERF_MEM_S(OP, NA) | PERF_MEM_S(LVL, NA) | \
@@ -77,10 +77,10 @@
  * What is wrong with a PERF_RECORD_BUILD_ID_OFFSET that carries @id_size
  * bytes of sample_id, by the UAPI; NULL if nothing.
  */
-static const char *bio_record_problem(const struct bio_rec_head *h,
-				      size_t id_size)
+static const char *bido_record_problem(const struct bido_rec_head *h,
+				       size_t id_size)
 {
-	const struct bio_map *maps = (const void *)(h + 1);
+	const struct bido_map *maps = (const void *)(h + 1);
 	uint32_t i, j;
 
 	if (h->header.size != sizeof(*h) + (uint64_t)h->nr * sizeof(*maps) +
@@ -90,16 +90,16 @@ static const char *bio_record_problem(const struct bio_rec_head *h,
 		return "header.misc is not PERF_RECORD_MISC_USER";
 	if (!h->cookie)
 		return "record with cookie 0";
-	if (h->flags & ~BIO_F_KNOWN)
+	if (h->flags & ~BIDO_F_KNOWN)
 		return "unknown record flags";
-	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
+	if ((h->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) && h->nr)
 		return "MM_CHANGED record with maps";
 	for (i = 0; i < h->nr; i++) {
-		const struct bio_map *m = &maps[i];
+		const struct bido_map *m = &maps[i];
 
 		if (m->reserved)
 			return "map __reserved not zero";
-		if (m->flags & ~BIO_MAP_KNOWN)
+		if (m->flags & ~BIDO_MAP_KNOWN)
 			return "unknown map flags";
 		if (m->build_id_size > MAX_BUILD_ID)
 			return "build_id_size above 20";
@@ -112,10 +112,10 @@ static const char *bio_record_problem(const struct bio_rec_head *h,
 			return "map bounds or offset not page aligned";
 		if (i && maps[i - 1].end > m->start)
 			return "maps not sorted or overlapping";
-		if ((m->flags & (PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO)) &&
+		if ((m->flags & (PERF_BUILD_ID_OFFSET_MAP_ANON | PERF_BUILD_ID_OFFSET_MAP_VDSO)) &&
 		    (m->pgoff || m->build_id_size))
 			return "anonymous map with offset or build-ID";
-		if (m->build_id_size && (m->flags & BIO_MAP_NONE))
+		if (m->build_id_size && (m->flags & BIDO_MAP_NONE))
 			return "build-ID with a flag that says there is none";
 	}
 	return NULL;
@@ -130,9 +130,9 @@ static const char *bio_record_problem(const struct bio_rec_head *h,
 static const uint64_t sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 	PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_BUILD_ID_OFFSET;
 
-static void trace_record(struct trace *t, const struct bio_rec_head *h)
+static void trace_record(struct trace *t, const struct bido_rec_head *h)
 {
-	const char *why = bio_record_problem(h, sizeof(uint64_t));
+	const char *why = bido_record_problem(h, sizeof(uint64_t));
 
 	if (why)
 		trace_bad(t, why);
@@ -249,7 +249,7 @@ static void file_tally(const struct trace *t, uint64_t addr,
 	memset(ft, 0, sizeof(*ft));
 	for (i = 0; i < t->nr_s; i++) {
 		const struct record *r = record_once(t, i, addr, checked);
-		const struct bio_map *m;
+		const struct bido_map *m;
 
 		if (!r)
 			continue;
@@ -261,7 +261,7 @@ static void file_tally(const struct trace *t, uint64_t addr,
 			ft->ok++;
 		else if (m && m->start == start && !m->pgoff &&
 			 !m->build_id_size &&
-			 m->flags == PERF_BIO_MAP_UNREADABLE)
+			 m->flags == PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
 			ft->unreadable++;
 		else if (!ft->wrong++)
 			snprintf(ft->why, sizeof(ft->why),
@@ -275,7 +275,7 @@ static void file_tally(const struct trace *t, uint64_t addr,
 }
 
 /* A cpu-clock event on this thread that receives its own records */
-static int bio_open(struct ring *rb)
+static int bido_open(struct ring *rb)
 {
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
@@ -301,14 +301,14 @@ static int bio_open(struct ring *rb)
 }
 
 /*
- * Skip on a kernel without the feature, unless BIO_REQUIRED is set in the
+ * Skip on a kernel without the feature, unless BIDO_REQUIRED is set in the
  * environment (the test guest of the series sets it: there, a kernel that
  * refuses the bit is a failure).  Returns true when the test must stop.
  */
-static bool bio_missing(struct __test_metadata *_metadata)
+static bool bido_missing(struct __test_metadata *_metadata)
 {
 	struct ring rb;
-	int err = bio_open(&rb);
+	int err = bido_open(&rb);
 
 	if (!err) {
 		ring_close(&rb);
@@ -319,7 +319,7 @@ static bool bio_missing(struct __test_metadata *_metadata)
 #endif
 		return false;
 	}
-	ASSERT_EQ(NULL, getenv("BIO_REQUIRED"))
+	ASSERT_EQ(NULL, getenv("BIDO_REQUIRED"))
 		TH_LOG("perf_event_open: %s", strerror(-err));
 	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
 	     strerror(-err));
@@ -646,7 +646,7 @@ struct corpus_file {
 TEST(malformed_elf)
 {
 	struct corpus_file *cf = calloc(CORPUS_N, sizeof(*cf));
-	char dir[] = "/tmp/bio_corpus_XXXXXX";
+	char dir[] = "/tmp/bido_corpus_XXXXXX";
 	uint8_t *img = malloc(IMG_SIZE), bid[MAX_BUILD_ID];
 	uintptr_t rets[CORPUS_N];
 	struct trace t = {};
@@ -655,7 +655,7 @@ TEST(malformed_elf)
 	bool *checked;
 	int hits, s;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	ASSERT_NE(NULL, mkdtemp(dir));
 	srand(getpid());
@@ -695,7 +695,7 @@ TEST(malformed_elf)
 	if (!cf[0].code)
 		ksft_print_msg("%s is noexec: the files are no code, and must stay unresolved\n",
 			       dir);
-	ASSERT_EQ(0, bio_open(&rb));
+	ASSERT_EQ(0, bido_open(&rb));
 	/* No record covers rets[0] where it is no code: sample 3 s only */
 	hits = sample_fake(&rb, &t, rets, CORPUS_N, 20,
 			   cf[0].code ? 30.0 : 3.0);
@@ -710,7 +710,7 @@ TEST(malformed_elf)
 		for (i = 0; i < CORPUS_N; i++) {
 			const struct corpus_case *c = &corpus[i];
 			struct corpus_file *f = &cf[i];
-			const struct bio_map *m = rec_find(r, f->addr);
+			const struct bido_map *m = rec_find(r, f->addr);
 			const char *why = NULL;
 
 			f->hits++;
@@ -726,14 +726,14 @@ TEST(malformed_elf)
 				why = "map bounds differ from the mapping";
 			else if (m->pgoff != c->map_off)
 				why = "pgoff differs from the mapping's offset";
-			else if (m->flags & ~BIO_MAP_NONE)
+			else if (m->flags & ~BIDO_MAP_NONE)
 				why = "flags other than NO_BUILD_ID/UNREADABLE";
 			else if (c->want_bid &&
 				 (m->build_id_size != MAX_BUILD_ID ||
 				  memcmp(m->build_id, f->bid, MAX_BUILD_ID)))
 				why = "not the file's build-ID";
 			else if (!c->want_bid &&
-				 (m->build_id_size || !(m->flags & BIO_MAP_NONE)))
+				 (m->build_id_size || !(m->flags & BIDO_MAP_NONE)))
 				why = "a build-ID, or no flag saying why not";
 			if (why) {
 				if (!f->first_wrong[0])
@@ -753,8 +753,8 @@ TEST(malformed_elf)
 			f->ok++;
 			if (!m)
 				continue;
-			f->no_bid += !!(m->flags & PERF_BIO_MAP_NO_BUILD_ID);
-			f->unreadable += !!(m->flags & PERF_BIO_MAP_UNREADABLE);
+			f->no_bid += !!(m->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID);
+			f->unreadable += !!(m->flags & PERF_BUILD_ID_OFFSET_MAP_UNREADABLE);
 		}
 	}
 
@@ -805,7 +805,7 @@ static int page_resident(void *addr)
 }
 
 /*
- * libbio_notepage.so is linked with its build-ID note on a page of its
+ * libbido_notepage.so is linked with its build-ID note on a page of its
  * own (page 1).  It lives where the tests were built (the 9p root in the
  * test guest: a filesystem whose pages can be dropped, unlike tmpfs
  * without swap), and nothing else maps it, so the kernel's build-ID cache
@@ -828,9 +828,9 @@ TEST(pageout)
 	size_t len;
 	char *base;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
-	snprintf(path, sizeof(path), "%s/libbio_notepage.so", self_dir());
+	snprintf(path, sizeof(path), "%s/libbido_notepage.so", self_dir());
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
 	n = elf_build_id(fd, bid, &note_off);
@@ -842,7 +842,7 @@ TEST(pageout)
 
 	base = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	ASSERT_NE(MAP_FAILED, base);
-	bio_sink += __atomic_load_n(base + note_off, __ATOMIC_RELAXED);
+	bido_sink += __atomic_load_n(base + note_off, __ATOMIC_RELAXED);
 	before = page_resident(base + PG);
 	paged = madvise(base + PG, PG, MADV_PAGEOUT) ? -errno : 0;
 	after = page_resident(base + PG);
@@ -859,7 +859,7 @@ TEST(pageout)
 		     path);
 
 	addr = (uintptr_t)base + len - PG + 0x40;
-	ASSERT_EQ(0, bio_open(&rb));
+	ASSERT_EQ(0, bido_open(&rb));
 	hits = sample_fake(&rb, &t, &addr, 1, 5, 10.0);
 	file_tally(&t, addr, (uintptr_t)base, (uintptr_t)base + len, bid, &ft);
 	ksft_print_msg("pageout: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost; note page resident after: %d\n",
@@ -932,12 +932,12 @@ static void *writer_main(void *arg)
 
 enum bid_verdict { V_A, V_B, V_MIXED, V_UNREADABLE, V_WRONG };
 
-static enum bid_verdict bid_verdict(const struct bio_map *m,
+static enum bid_verdict bid_verdict(const struct bido_map *m,
 				    const uint8_t *a, const uint8_t *b)
 {
 	int i;
 
-	if (!m->build_id_size && m->flags == PERF_BIO_MAP_UNREADABLE)
+	if (!m->build_id_size && m->flags == PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
 		return V_UNREADABLE;
 	if (m->build_id_size != MAX_BUILD_ID || m->flags)
 		return V_WRONG;
@@ -966,7 +966,7 @@ static int rw_file_make(struct rw_file *f, const uint8_t *a)
 	uint8_t *img = calloc(1, IMG_SIZE);
 	int fd;
 
-	snprintf(f->path, sizeof(f->path), "/tmp/bio_rw_XXXXXX");
+	snprintf(f->path, sizeof(f->path), "/tmp/bido_rw_XXXXXX");
 	fd = mkstemp(f->path);
 	if (fd < 0 || !img)
 		return -1;
@@ -1018,7 +1018,7 @@ static void rw_tally(const struct trace *t, const struct rw_file *f,
 
 	for (i = 0; i < t->nr_s; i++) {
 		const struct record *r = record_once(t, i, f->addr, checked);
-		const struct bio_map *m;
+		const struct bido_map *m;
 		enum bid_verdict v;
 
 		if (!r)
@@ -1057,7 +1057,7 @@ TEST(shared_writer)
 	int counts[V_WRONG + 1] = {}, transitions = 0, hits, err;
 	char first_wrong[128] = "";
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	ab_values(a, b);
 	err = rw_file_make(&f, a);
@@ -1069,7 +1069,7 @@ TEST(shared_writer)
 	w.a = a;
 	w.b = b;
 
-	ASSERT_EQ(0, bio_open(&rb));
+	ASSERT_EQ(0, bido_open(&rb));
 	ASSERT_EQ(0, pthread_create(&th, NULL, writer_main, &w));
 	hits = sample_fake(&rb, &t, &f.addr, 1, 150, 8.0);
 	__atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
@@ -1124,7 +1124,7 @@ TEST(shared_writer_settled)
 	unsigned int i;
 	int j, err;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	for (j = 0; j < MAX_BUILD_ID; j++)
 		want[j] = step[0].value + j;
@@ -1150,7 +1150,7 @@ TEST(shared_writer_settled)
 		if (step[i].how == 2)
 			ASSERT_EQ(0, msync(f.shared, 3 * PG, MS_SYNC));
 
-		ASSERT_EQ(0, bio_open(&rb));
+		ASSERT_EQ(0, bido_open(&rb));
 		hits = sample_fake(&rb, &t, &f.addr, 1, 3, 5.0);
 		/* Counted as "A": the file's; as "B": the one before */
 		rw_tally(&t, &f, want, old, counts, NULL, first_wrong,
@@ -1190,7 +1190,7 @@ static void ustack_one(void *arg, const struct perf_event_header *h)
 	if (h->type == PERF_RECORD_BUILD_ID_OFFSET) {
 		if (u->nr_rec < 4096)
 			u->rec_cookies[u->nr_rec++] =
-				((const struct bio_rec_head *)h)->cookie;
+				((const struct bido_rec_head *)h)->cookie;
 		u->records++;
 		return;
 	}
@@ -1231,7 +1231,7 @@ TEST(stack_user_empty_dump)
 	double until;
 	int i, k;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	rb.fd = perf_open(&attr, 0, -1);
 	ASSERT_LE(0, rb.fd) TH_LOG("perf_event_open: %s", strerror(errno));
@@ -1240,7 +1240,7 @@ TEST(stack_user_empty_dump)
 	until = cpu_seconds() + 0.5;
 	while (cpu_seconds() < until) {
 		for (k = 0; k < 100000; k++)
-			bio_sink += k;
+			bido_sink += k;
 		ASSERT_TRUE(ring_walk(&rb, ustack_one, u));
 	}
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -1291,7 +1291,7 @@ TEST(stack_user_size_limit)
 	int samples = 0, wrong = 0, k;
 	double until;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	rb.fd = perf_open(&attr, 0, -1);
 	ASSERT_LE(0, rb.fd) TH_LOG("perf_event_open: %s", strerror(errno));
@@ -1302,7 +1302,7 @@ TEST(stack_user_size_limit)
 	while (cpu_seconds() < until &&
 	       !__atomic_load_n(&rb.pg->data_head, __ATOMIC_ACQUIRE))
 		for (k = 0; k < 10000; k++)
-			bio_sink += k;
+			bido_sink += k;
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
 
 	/* The first sample only: one that overran makes the rest garbage */
@@ -1349,7 +1349,7 @@ TEST(stack_user_size_limit)
  * what stalls.  While it does:
  *
  * - the stalled thread's kernel stack (/proc/PID/stack) must be in the
- *   deferred work (perf_bio_*), which proves the stall is where we think;
+ *   deferred work (perf_bido_*), which proves the stall is where we think;
  * - another thread of the child must get through 100 mmap()/munmap()
  *   pairs, which take mmap_lock for writing: the read must not hold it;
  * - /proc/PID/maps of the child must read (mmap_lock for reading).
@@ -1613,7 +1613,7 @@ static int fs_mount(struct fs_server *s, char *dir)
 	snprintf(opts, sizeof(opts),
 		 "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other",
 		 s->fd);
-	if (mount("bio_fuse", dir, "fuse.bio_fuse", MS_NOSUID | MS_NODEV,
+	if (mount("bido_fuse", dir, "fuse.bido_fuse", MS_NOSUID | MS_NODEV,
 		  opts)) {
 		int err = -errno;
 
@@ -1677,7 +1677,7 @@ static void fs_child(struct fs_shared *sh, const char *path,
 		    fd, 0);
 	if (base == MAP_FAILED)
 		_exit(11);
-	if (bio_open(&rb))
+	if (bido_open(&rb))
 		_exit(12);
 	if (pthread_create(&mapper, NULL, fs_mapper, sh))
 		_exit(13);
@@ -1763,7 +1763,7 @@ static bool fs_child_done(struct __test_metadata *_metadata, pid_t pid,
 
 static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 {
-	char dir[] = "/tmp/bio_fuse.XXXXXX", path[64], stack[2048] = "", *line;
+	char dir[] = "/tmp/bido_fuse.XXXXXX", path[64], stack[2048] = "", *line;
 	struct fs_server s = { .mode = mode };
 	uint8_t bid[MAX_BUILD_ID];
 	struct fs_shared *sh;
@@ -1774,7 +1774,7 @@ static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 	int err, status = 0, mmaps, i;
 	pid_t pid;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	if (geteuid())
 		SKIP(return, "mounting a FUSE filesystem takes root");
@@ -1839,7 +1839,7 @@ static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 					  s.held_pid);
 
 	/* Where the reader waits: in the deferred work */
-	in_work = fs_proc_has(pid, "stack", "perf_bio_", stack, sizeof(stack));
+	in_work = fs_proc_has(pid, "stack", "perf_bido_", stack, sizeof(stack));
 	ksft_print_msg("kernel stack of the stalled task:\n");
 	for (line = strtok(stack, "\n"); line; line = strtok(NULL, "\n"))
 		ksft_print_msg("  %s\n", line);
@@ -1953,7 +1953,7 @@ TEST(blocking_fs_abort)
  * samples by the layout, the cookie last, zero pad bytes, known flags,
  * user addresses in build-ID offset records).
  *
- * BIO_FUZZ_SEED and BIO_FUZZ_ITERS choose the seed (else from the clock)
+ * BIDO_FUZZ_SEED and BIDO_FUZZ_ITERS choose the seed (else from the clock)
  * and the number of iterations.  The events of iteration i and the main
  * thread's steps are drawn from generators seeded with (seed, i) alone, so
  * a seed replays the same attributes and the same decisions; which of them
@@ -1961,7 +1961,7 @@ TEST(blocking_fs_abort)
  * helper thread and the children run on their own time).  The errors
  * accepted are those of perf_event_open(2) but ENOSYS (no user stack dump
  * on the architecture: not x86-64) and EINTR, EFAULT (not provoked here).
- * BIO_FUZZ_AVOID_KNOWN=1 changes the
+ * BIDO_FUZZ_AVOID_KNOWN=1 changes the
  * user stack dumps that the two stack_user tests show to be laid out
  * wrong, to look for other problems while those stand.
  */
@@ -2013,7 +2013,7 @@ struct fz_slot {
 struct fz {
 	uint64_t seed;
 	int iters, ncpu;
-	bool avoid_known;	/* BIO_FUZZ_AVOID_KNOWN */
+	bool avoid_known;	/* BIDO_FUZZ_AVOID_KNOWN */
 	pid_t worker_tid;
 	struct fz_layout layout;
 	pthread_mutex_t lock;	/* slot[].fd */
@@ -2021,13 +2021,13 @@ struct fz {
 	int stop;
 
 	/* perf_event_open() */
-	uint64_t opens, accepted, accepted_bio, accepted_defer;
+	uint64_t opens, accepted, accepted_bido, accepted_defer;
 	uint64_t by_errno[FZ_ERRNO];
 	uint64_t unexpected;
 	char first_unexpected[200];
 
 	/* Records */
-	uint64_t samples, cookies, bio_records, bio_maps, other, lost;
+	uint64_t samples, cookies, bido_records, bido_maps, other, lost;
 	uint64_t lost_samples, bad;
 	uint64_t known;		/* bad after an empty dump, when avoiding them */
 	char first_bad[200];
@@ -2334,7 +2334,7 @@ static int fz_open(struct fz_attr *fa)
 	fz.opens++;
 	if (fd >= 0) {
 		fz.accepted++;
-		fz.accepted_bio += !!(fa->attr.sample_type &
+		fz.accepted_bido += !!(fa->attr.sample_type &
 				      PERF_SAMPLE_BUILD_ID_OFFSET);
 		fz.accepted_defer += fa->attr.defer_output;
 		return fd;
@@ -2565,12 +2565,12 @@ static void fz_check_record(void *arg, const struct perf_event_header *h)
 		fz_check_sample(h);
 		return;
 	case PERF_RECORD_BUILD_ID_OFFSET:
-		fz.bio_records++;
-		why = bio_record_problem((const void *)h, fz_id_size());
+		fz.bido_records++;
+		why = bido_record_problem((const void *)h, fz_id_size());
 		if (why)
 			fz_bad(why, h);
 		else
-			fz.bio_maps += ((const struct bio_rec_head *)h)->nr;
+			fz.bido_maps += ((const struct bido_rec_head *)h)->nr;
 		break;
 	case PERF_RECORD_LOST:
 		if (h->size < sizeof(*h) + 16 + fz_id_size())
@@ -2681,7 +2681,7 @@ static void *fz_worker(void *arg)
 	__atomic_store_n(&fz.worker_tid, syscall(__NR_gettid),
 			 __ATOMIC_RELEASE);
 	for (k = 0; !__atomic_load_n(&fz.stop, __ATOMIC_RELAXED); k++) {
-		bio_sink += fz_top(2000 + k % 7);
+		bido_sink += fz_top(2000 + k % 7);
 		if (!(k % 32)) {
 			void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -2750,7 +2750,7 @@ static void *fz_helper(void *arg)
 static void *fz_child_thread(void *arg)
 {
 	for (;;)
-		bio_sink += fz_top(1000);
+		bido_sink += fz_top(1000);
 	return NULL;
 }
 
@@ -2771,7 +2771,7 @@ static void fz_child(const int *fds, uint64_t r)
 			fz_ioctl(fd, -1, fz_below(&r, 3), 0);
 	}
 	for (k = 0; k < 1 + (int)fz_below(&r, 8); k++)
-		bio_sink += fz_top(2000);
+		bido_sink += fz_top(2000);
 	switch (fz_below(&r, 3)) {
 	case 0:
 		_exit(0);
@@ -2780,7 +2780,7 @@ static void fz_child(const int *fds, uint64_t r)
 		_exit(0);
 	default:
 		if (!pthread_create(&th, NULL, fz_child_thread, NULL))
-			bio_sink += fz_top(5000);
+			bido_sink += fz_top(5000);
 		_exit(0);
 	}
 }
@@ -2875,7 +2875,7 @@ static void fz_iteration(int it)
 		struct fz_slot *sl = &fz.slot[si];
 
 		if (op < 30) {
-			bio_sink += fz_top(1000 + a % 20000);
+			bido_sink += fz_top(1000 + a % 20000);
 		} else if (op < 50) {
 			pthread_mutex_lock(&fz.lock);
 			if (sl->fd >= 0) {
@@ -2945,7 +2945,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 
 /*
  * The harness's timeout is a backstop only: the guest's list gives its
- * own, and longer runs (BIO_FUZZ_ITERS) must not hit this one.
+ * own, and longer runs (BIDO_FUZZ_ITERS) must not hit this one.
  */
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 3600
@@ -2958,23 +2958,23 @@ TEST(fuzz)
 	size_t len = 0;
 	int i, e;
 
-	if (bio_missing(_metadata))
+	if (bido_missing(_metadata))
 		return;
 	memset(&fz, 0, sizeof(fz));
 	clock_gettime(CLOCK_REALTIME, &t0);
-	fz.seed = env_u64("BIO_FUZZ_SEED", (uint64_t)t0.tv_sec * 1000003 ^
+	fz.seed = env_u64("BIDO_FUZZ_SEED", (uint64_t)t0.tv_sec * 1000003 ^
 			  t0.tv_nsec ^ getpid());
-	fz.iters = env_u64("BIO_FUZZ_ITERS", FZ_ITERS);
-	fz.avoid_known = env_u64("BIO_FUZZ_AVOID_KNOWN", 0);
+	fz.iters = env_u64("BIDO_FUZZ_ITERS", FZ_ITERS);
+	fz.avoid_known = env_u64("BIDO_FUZZ_AVOID_KNOWN", 0);
 	fz.ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	pthread_mutex_init(&fz.lock, NULL);
 	for (i = 0; i < FZ_SLOTS; i++)
 		fz.slot[i].fd = -1;
-	ksft_print_msg("fuzz: seed %llu, %d iterations%s (replay: BIO_FUZZ_SEED=%llu BIO_FUZZ_ITERS=%d%s)\n",
+	ksft_print_msg("fuzz: seed %llu, %d iterations%s (replay: BIDO_FUZZ_SEED=%llu BIDO_FUZZ_ITERS=%d%s)\n",
 		       (unsigned long long)fz.seed, fz.iters,
 		       fz.avoid_known ? ", avoiding the known bad stack dumps" : "",
 		       (unsigned long long)fz.seed, fz.iters,
-		       fz.avoid_known ? " BIO_FUZZ_AVOID_KNOWN=1" : "");
+		       fz.avoid_known ? " BIDO_FUZZ_AVOID_KNOWN=1" : "");
 
 	ASSERT_EQ(0, pthread_create(&worker, NULL, fz_worker, NULL));
 	while (!__atomic_load_n(&fz.worker_tid, __ATOMIC_ACQUIRE))
@@ -2999,13 +2999,13 @@ TEST(fuzz)
 		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9,
 		       (unsigned long long)fz.opens,
 		       (unsigned long long)fz.accepted,
-		       (unsigned long long)fz.accepted_bio,
+		       (unsigned long long)fz.accepted_bido,
 		       (unsigned long long)fz.accepted_defer, errs);
 	ksft_print_msg("fuzz: records: %llu samples (%llu with a cookie), %llu build-ID offset records with %llu maps, %llu others; lost %llu records, %llu samples; %llu bad, %llu more after an empty user stack dump\n",
 		       (unsigned long long)fz.samples,
 		       (unsigned long long)fz.cookies,
-		       (unsigned long long)fz.bio_records,
-		       (unsigned long long)fz.bio_maps,
+		       (unsigned long long)fz.bido_records,
+		       (unsigned long long)fz.bido_maps,
 		       (unsigned long long)fz.other,
 		       (unsigned long long)fz.lost,
 		       (unsigned long long)fz.lost_samples,
@@ -3030,13 +3030,13 @@ TEST(fuzz)
 		ksft_print_msg("fuzz: first bad record: %s; words:%s\n",
 			       fz.first_bad, fz.bad_words);
 	if (fz.unexpected || fz.bad)
-		ksft_print_msg("fuzz: replay with BIO_FUZZ_SEED=%llu BIO_FUZZ_ITERS=%d%s\n",
+		ksft_print_msg("fuzz: replay with BIDO_FUZZ_SEED=%llu BIDO_FUZZ_ITERS=%d%s\n",
 			       (unsigned long long)fz.seed, fz.iters,
-			       fz.avoid_known ? " BIO_FUZZ_AVOID_KNOWN=1" : "");
+			       fz.avoid_known ? " BIDO_FUZZ_AVOID_KNOWN=1" : "");
 	EXPECT_EQ(0, fz.unexpected);
 	EXPECT_EQ(0, fz.bad);
-	EXPECT_LT(0, fz.accepted_bio);
-	EXPECT_LT(0, fz.bio_records);
+	EXPECT_LT(0, fz.accepted_bido);
+	EXPECT_LT(0, fz.bido_records);
 }
 
 TEST_HARNESS_MAIN

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Helpers of the perf record/top --build-id-offset tests
+# Helpers of the perf record/top --buildid-offset tests
 
-# bio_support NAME: whether perf record --build-id-offset works here.
+# bido_support NAME: whether perf record --buildid-offset works here.
 # Returns 0 if so; else prints the test's line and returns 2 (Skipped:
 # the kernel lacks the feature) or 1 (Failed: another error).
-bio_support() {
+bido_support() {
   local out
 
-  if out=$(perf record --build-id-offset -e cpu-clock -o /dev/null -- true 2>&1)
+  if out=$(perf record --buildid-offset -e cpu-clock -o /dev/null -- true 2>&1)
   then
     return 0
   fi
@@ -21,10 +21,10 @@ bio_support() {
   return 1
 }
 
-# bio_cc NAME OUT SOURCE FLAGS...: build a workload with build-ID; prints
+# bido_cc NAME OUT SOURCE FLAGS...: build a workload with build-ID; prints
 # the test's Skipped line and returns 2 if there is no compiler or the
 # build fails
-bio_cc() {
+bido_cc() {
   local name=$1 out=$2 src=$3 cc=${CC:-cc}
 
   shift 3
@@ -40,34 +40,34 @@ bio_cc() {
   fi
 }
 
-# bio_record_start OUT ERR ARGS...: start 'perf record ARGS' in the
+# bido_record_start OUT ERR ARGS...: start 'perf record ARGS' in the
 # background, stdout to OUT and stderr to ERR, with its events disabled;
 # then enable them through its control fds and return once perf
 # acknowledged, so that what runs from then on is recorded (a non-empty
 # output file only says the header is written: under emulation the
-# events can come up seconds later).  bio_rpid: perf's pid.  Returns 1
-# if perf did not acknowledge within 120 s.  bio_record_stop ends it.
-bio_record_start() {
+# events can come up seconds later).  bido_rpid: perf's pid.  Returns 1
+# if perf did not acknowledge within 120 s.  bido_record_stop ends it.
+bido_record_start() {
   local out=$1 err=$2 dir ack=
 
   shift 2
-  dir=$(mktemp -d /tmp/__perf_test.bio_ctl.XXXXX)
+  dir=$(mktemp -d /tmp/__perf_test.bido_ctl.XXXXX)
   mkfifo "${dir}/ctl" "${dir}/ack"
   exec 8<> "${dir}/ctl" 9<> "${dir}/ack"
   rm -rf "${dir}"
   perf record -D -1 --control=fd:8,9 "$@" > "${out}" 2> "${err}" &
-  bio_rpid=$!
+  bido_rpid=$!
   echo enable >&8
   read -r -t 120 -u 9 ack || true
   [ "${ack}" = ack ]
 }
 
-# bio_record_stop: stop the perf record of bio_record_start with SIGINT
+# bido_record_stop: stop the perf record of bido_record_start with SIGINT
 # and wait for it.  Its exit status says nothing (perf ends by raising
 # SIGINT again): the tests check what it wrote.
-bio_record_stop() {
-  kill -INT "${bio_rpid}" 2> /dev/null || true
-  wait "${bio_rpid}" 2> /dev/null || true
-  bio_rpid=
+bido_record_stop() {
+  kill -INT "${bido_rpid}" 2> /dev/null || true
+  wait "${bido_rpid}" 2> /dev/null || true
+  bido_rpid=
   exec 8>&- 9>&-
 }

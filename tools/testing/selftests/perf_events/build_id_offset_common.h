@@ -6,8 +6,8 @@
  * /proc/PID/maps and of the ELF notes of the mapped files, and a few
  * helpers around them.
  */
-#ifndef BIO_COMMON_H
-#define BIO_COMMON_H
+#ifndef BUILD_ID_OFFSET_COMMON_H
+#define BUILD_ID_OFFSET_COMMON_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -21,25 +21,25 @@
 #define NO_TIME		UINT64_MAX
 
 /* PERF_RECORD_BUILD_ID_OFFSET as include/uapi/linux/perf_event.h has it */
-struct bio_map {
+struct bido_map {
 	uint64_t start, end, pgoff;
 	uint8_t build_id_size, flags;
 	uint16_t reserved;
 	uint8_t build_id[MAX_BUILD_ID];
 };
 
-struct bio_rec_head {
+struct bido_rec_head {
 	struct perf_event_header header;
 	uint32_t pid, tid;
 	uint64_t cookie;
 	uint32_t nr, flags;
 };
 
-#define BIO_F_KNOWN	(PERF_BIO_F_TRUNCATED | PERF_BIO_F_MM_CHANGED | \
-			 PERF_BIO_F_ADDRS_DROPPED | PERF_BIO_F_MAPS_CHANGED)
-#define BIO_MAP_KNOWN	(PERF_BIO_MAP_ANON | PERF_BIO_MAP_VDSO | \
-			 PERF_BIO_MAP_NO_BUILD_ID | PERF_BIO_MAP_DELETED | \
-			 PERF_BIO_MAP_UNREADABLE | PERF_BIO_MAP_ANON_FILE)
+#define BIDO_F_KNOWN	(PERF_BUILD_ID_OFFSET_F_TRUNCATED | PERF_BUILD_ID_OFFSET_F_MM_CHANGED | \
+			 PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED | PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED)
+#define BIDO_MAP_KNOWN	(PERF_BUILD_ID_OFFSET_MAP_ANON | PERF_BUILD_ID_OFFSET_MAP_VDSO | \
+			 PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID | PERF_BUILD_ID_OFFSET_MAP_DELETED | \
+			 PERF_BUILD_ID_OFFSET_MAP_UNREADABLE | PERF_BUILD_ID_OFFSET_MAP_ANON_FILE)
 
 /* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
 struct sample_id {
@@ -49,7 +49,7 @@ struct sample_id {
 };
 
 /* Where results go, so that the work is not optimised away */
-extern unsigned long bio_sink;
+extern unsigned long bido_sink;
 
 /* ---- Events and their ring buffers ---- */
 
@@ -67,7 +67,7 @@ int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,
 int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu);
 void sample_attr(struct perf_event_attr *attr, uint64_t period_ns);
 /* Does the kernel take @attr?  errno says why not */
-bool bio_supported(struct perf_event_attr *attr);
+bool bido_supported(struct perf_event_attr *attr);
 
 int ring_map(struct ring *rb, int pages);
 void ring_unmap(struct ring *rb);
@@ -102,7 +102,7 @@ struct record {
 	uint32_t pid, tid, cpu, flags, nr;
 	uint64_t time, cookie;
 	uint64_t first;		/* time of the first sample joined to it */
-	struct bio_map *maps;
+	struct bido_map *maps;
 };
 
 /* PERF_RECORD_COMM of an exec */
@@ -130,7 +130,7 @@ struct trace {
 void *grow(void *p, int *max, size_t elem);
 void trace_bad(struct trace *t, const char *why);
 /* Append record @h and a copy of its maps; time and CPU are the caller's */
-struct record *trace_add_record(struct trace *t, const struct bio_rec_head *h);
+struct record *trace_add_record(struct trace *t, const struct bido_rec_head *h);
 void ring_drain(struct ring *rb, struct trace *t);
 int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 		pid_t child, unsigned int poll_us);
@@ -144,7 +144,7 @@ pid_t fork_held(int *go);
 void trace_index(struct trace *t);
 struct record *find_record(const struct trace *t, uint32_t tid,
 			   uint64_t cookie);
-const struct bio_map *rec_find(const struct record *r, uint64_t a);
+const struct bido_map *rec_find(const struct record *r, uint64_t a);
 void trace_free(struct trace *t);
 
 /* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
@@ -187,9 +187,9 @@ int read_int(const char *path);
  * Path of @file in debugfs perf_build_id_offset/ (a static buffer),
  * mounting debugfs if it is not
  */
-const char *bio_debugfs(const char *file);
+const char *bido_debugfs(const char *file);
 /* Counter @name of debugfs perf_build_id_offset/stats; -1 if unreadable */
-long long bio_stat(const char *name);
+long long bido_stat(const char *name);
 int write_paranoid(int v);
 
 /* Task flags from /proc/.../stat */
@@ -200,4 +200,4 @@ int write_paranoid(int v);
 unsigned long stat_flags(const char *path);
 bool is_kthread(pid_t pid);
 
-#endif /* BIO_COMMON_H */
+#endif /* BUILD_ID_OFFSET_COMMON_H */

@@ -4,21 +4,21 @@
  * build-ID (dlopen()ed, and mapped by hand from a file whose note the
  * test evicts from the page cache, from a memfd, from a deleted file) and
  * without one; and for build_id_offset_robust.c, linked with its note on
- * a page of its own.  BIO_VARIANT makes each build's bytes, so its
+ * a page of its own.  BIDO_VARIANT makes each build's bytes, so its
  * build-ID, its own.
  *
- * bio_spin() is mapped and called without the dynamic loader, at an
+ * bido_spin() is mapped and called without the dynamic loader, at an
  * address the test computes from the ELF symbol table: it must stay
  * position-independent and self-contained (no globals, no calls).
  */
 
-#ifndef BIO_VARIANT
-#define BIO_VARIANT 0
+#ifndef BIDO_VARIANT
+#define BIDO_VARIANT 0
 #endif
 
-unsigned long bio_spin(unsigned long n)
+unsigned long bido_spin(unsigned long n)
 {
-	unsigned long x = BIO_VARIANT + 1;
+	unsigned long x = BIDO_VARIANT + 1;
 
 	while (n--) {
 		x = x * 6364136223846793005UL + 1442695040888963407UL;
@@ -28,9 +28,9 @@ unsigned long bio_spin(unsigned long n)
 }
 
 /* Called through the dynamic loader: a frame of its own in call chains */
-unsigned long bio_lib_work(unsigned long n, unsigned long (*cb)(unsigned long))
+unsigned long bido_lib_work(unsigned long n, unsigned long (*cb)(unsigned long))
 {
-	unsigned long x = bio_spin(n);
+	unsigned long x = bido_spin(n);
 
 	return cb ? x + cb(n / 4) : x;
 }

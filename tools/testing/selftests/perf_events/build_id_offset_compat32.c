@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* Where results go, so that the work is not optimised away */
-unsigned long bio_sink;
+unsigned long bido_sink;
 
 static __attribute__((noipa)) unsigned long c32_leaf(unsigned long n)
 {
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	ssize_t n;
 
 	while (cpu_seconds() < until) {
-		bio_sink += c32_top(20000);
+		bido_sink += c32_top(20000);
 		getppid();
 	}
 	if (argc < 2)

@@ -5,7 +5,7 @@
  * independent, so that its only file mapping is itself, at the addresses
  * its program headers give, and the test can tell its samples apart.
  *
- *   bio_exec_helper SECS [N]
+ *   build_id_offset_exec_helper SECS [N]
  *
  * burns SECS seconds of CPU time in user mode, then execs itself N more
  * times; the last one exits with the low byte of its effective uid, so

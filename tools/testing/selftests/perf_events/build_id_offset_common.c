@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers of the PERF_SAMPLE_BUILD_ID_OFFSET selftests (build_id_offset,
- * build_id_offset_robust, build_id_offset_races); bio_common.h says what
+ * build_id_offset_robust, build_id_offset_races); build_id_offset_common.h says what
  * they share.  Built with frame pointers like the programs, as its code is
  * on the sampled call chains too.
  */
@@ -25,9 +25,9 @@
 #include <sys/wait.h>
 
 #include "../kselftest.h"
-#include "bio_common.h"
+#include "build_id_offset_common.h"
 
-unsigned long bio_sink;
+unsigned long bido_sink;
 
 /* ---- Events and their ring buffers ---- */
 
@@ -62,7 +62,7 @@ void sample_attr(struct perf_event_attr *attr, uint64_t period_ns)
 	attr->disabled = 1;
 }
 
-bool bio_supported(struct perf_event_attr *attr)
+bool bido_supported(struct perf_event_attr *attr)
 {
 	int fd = perf_open(attr, 0, -1);
 
@@ -185,9 +185,9 @@ void trace_bad(struct trace *t, const char *why)
 		snprintf(t->why, sizeof(t->why), "%s", why);
 }
 
-struct record *trace_add_record(struct trace *t, const struct bio_rec_head *h)
+struct record *trace_add_record(struct trace *t, const struct bido_rec_head *h)
 {
-	size_t len = h->nr * sizeof(struct bio_map);
+	size_t len = h->nr * sizeof(struct bido_map);
 	struct record *r;
 
 	if (t->nr_r == t->max_r)
@@ -211,9 +211,9 @@ static const struct sample_id *trailer(const struct perf_event_header *h)
 			      sizeof(struct sample_id));
 }
 
-static void parse_record(struct trace *t, const struct bio_rec_head *h)
+static void parse_record(struct trace *t, const struct bido_rec_head *h)
 {
-	const struct bio_map *maps = (const void *)(h + 1);
+	const struct bido_map *maps = (const void *)(h + 1);
 	const struct sample_id *id;
 	struct record *r;
 	uint32_t i, j;
@@ -224,7 +224,7 @@ static void parse_record(struct trace *t, const struct bio_rec_head *h)
 		return;
 	}
 	id = (const void *)(maps + h->nr);
-	if (h->flags & ~BIO_F_KNOWN)
+	if (h->flags & ~BIDO_F_KNOWN)
 		trace_bad(t, "unknown record flags");
 	if (h->header.misc != PERF_RECORD_MISC_USER)
 		trace_bad(t, "header.misc is not PERF_RECORD_MISC_USER");
@@ -234,12 +234,12 @@ static void parse_record(struct trace *t, const struct bio_rec_head *h)
 		trace_bad(t, "record with cookie 0");
 	if (t->check_ids && (id->pid != h->pid || id->tid != h->tid))
 		trace_bad(t, "record pid/tid differ from its sample_id");
-	if ((h->flags & PERF_BIO_F_MM_CHANGED) && h->nr)
+	if ((h->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) && h->nr)
 		trace_bad(t, "MM_CHANGED record with maps of the new program");
 	for (i = 0; i < h->nr; i++) {
-		const struct bio_map *m = &maps[i];
+		const struct bido_map *m = &maps[i];
 
-		if (m->reserved || (m->flags & ~BIO_MAP_KNOWN))
+		if (m->reserved || (m->flags & ~BIDO_MAP_KNOWN))
 			trace_bad(t, "map reserved bits set");
 		if (m->build_id_size > MAX_BUILD_ID)
 			trace_bad(t, "build_id_size too large");
@@ -252,8 +252,8 @@ static void parse_record(struct trace *t, const struct bio_rec_head *h)
 			trace_bad(t, "maps not sorted or overlapping");
 		if (m->pgoff % sysconf(_SC_PAGESIZE))
 			trace_bad(t, "pgoff not page aligned");
-		if ((m->flags & PERF_BIO_MAP_ANON) && (m->pgoff ||
-						       m->build_id_size))
+		if ((m->flags & PERF_BUILD_ID_OFFSET_MAP_ANON) && (m->pgoff ||
+								   m->build_id_size))
 			trace_bad(t, "anonymous map with offset or build-ID");
 	}
 
@@ -504,7 +504,7 @@ struct record *find_record(const struct trace *t, uint32_t tid,
 }
 
 /* The map of @r that holds @a (its maps are sorted), or NULL */
-const struct bio_map *rec_find(const struct record *r, uint64_t a)
+const struct bido_map *rec_find(const struct record *r, uint64_t a)
 {
 	int lo = 0, hi = r ? r->nr : 0;
 
@@ -578,12 +578,12 @@ void maps_read(struct maps *m, const char *file)
 			}
 		} else if (!strcmp(path, "[vdso]")) {
 			v->kind = VMA_VDSO;
-			v->want_flags = PERF_BIO_MAP_VDSO;
+			v->want_flags = PERF_BUILD_ID_OFFSET_MAP_VDSO;
 		} else if (!path[0] || !strcmp(path, "[heap]") ||
 			   !strncmp(path, "[stack", 6) ||
 			   !strncmp(path, "[anon", 5)) {
 			v->kind = VMA_ANON;
-			v->want_flags = PERF_BIO_MAP_ANON;
+			v->want_flags = PERF_BUILD_ID_OFFSET_MAP_ANON;
 		} else {
 			v->kind = VMA_OTHER;
 		}
@@ -792,7 +792,7 @@ const char *self_dir(void)
 	return dir;
 }
 
-const char *bio_debugfs(const char *file)
+const char *bido_debugfs(const char *file)
 {
 	static char path[PATH_MAX];
 	struct statfs sfs;
@@ -805,9 +805,9 @@ const char *bio_debugfs(const char *file)
 	return path;
 }
 
-long long bio_stat(const char *name)
+long long bido_stat(const char *name)
 {
-	FILE *f = fopen(bio_debugfs("stats"), "r");
+	FILE *f = fopen(bido_debugfs("stats"), "r");
 	char key[64];
 	long long v, ret = -1;
 

@@ -7,9 +7,9 @@
  *
  *   none      no event
  *   g         cpu-clock, IP + TID + TIME + CALLCHAIN (perf record -g)
- *   g+bio     and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
+ *   g+bido    and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
  *             sampling side and the deferred unwind, no record built
- *   g+bio+rx  and defer_output: records built and written; samples may
+ *   g+bido+rx and defer_output: records built and written; samples may
  *             name the task's last record (the kernel's default)
  *   ...noreuse the same with debugfs perf_build_id_offset/reuse at 0:
  *             one record per kernel entry with samples
@@ -32,9 +32,9 @@
  * stack part and for the whole.
  *
  * -d prints, instead of the tables, one line for the overhead plot:
- * "DATA overhead FREQ_HZ G% BIO% BIO_NOREUSE%", warm workload only.
+ * "DATA overhead FREQ_HZ G% BIDO% BIDO_NOREUSE%", warm workload only.
  *
- * usage: bio_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so
+ * usage: build_id_offset_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -56,7 +56,7 @@
 #define RING_PAGES	512
 #define MAX_REPS	15
 
-enum mode { M_NONE, M_G, M_BIO, M_RX_NOREUSE, M_RX, NR_MODES };
+enum mode { M_NONE, M_G, M_BIDO, M_RX_NOREUSE, M_RX, NR_MODES };
 static const char * const mode_name[] = {
 	"none", "-g", "-g + sample bit, no receiver",
 	"-g + sample bit + defer_output, reuse off",
@@ -80,7 +80,7 @@ typedef unsigned long (*lib_fn)(unsigned long n,
 				unsigned long (*cb)(unsigned long n));
 static lib_fn *libs;
 
-unsigned long bio_sink;
+unsigned long bido_sink;
 
 static __attribute__((noipa)) unsigned long cb(unsigned long n)
 {
@@ -124,7 +124,7 @@ static void child_work(int go, int out, int n)
 		_exit(1);
 	t0 = cpu_now();
 	for (i = 0; i < work * 64; i++)
-		bio_sink += deep(D_FRAMES, libs[i % n], 2000);
+		bido_sink += deep(D_FRAMES, libs[i % n], 2000);
 	t0 = cpu_now() - t0;
 	if (write(out, &t0, sizeof(t0)) != sizeof(t0))
 		_exit(1);
@@ -236,13 +236,13 @@ static int one_run(enum mode mode, int n, struct run *r)
 				   PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 		attr.exclude_callchain_kernel = 1;
 		attr.sample_id_all = 1;
-		if (mode >= M_BIO)
+		if (mode >= M_BIDO)
 			attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET;
 		attr.defer_output = mode >= M_RX_NOREUSE;
 		fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1,
 			     PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
-			fprintf(stderr, "bio_cost: perf_event_open (%s): %s\n",
+			fprintf(stderr, "build_id_offset_cost: perf_event_open (%s): %s\n",
 				mode_name[mode], strerror(errno));
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
@@ -313,7 +313,7 @@ static double cpu_median(const struct run *runs, double *cpu)
 /* Copies of @lib under a fresh directory: @n distinct files */
 static int load_libs(const char *lib, int n)
 {
-	char dir[] = "/tmp/bio_cost_XXXXXX", path[256], cmd[512];
+	char dir[] = "/tmp/bido_cost_XXXXXX", path[256], cmd[512];
 	int i;
 
 	libs = calloc(n, sizeof(*libs));
@@ -328,10 +328,10 @@ static int load_libs(const char *lib, int n)
 			return -1;
 		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!dl) {
-			fprintf(stderr, "bio_cost: %s\n", dlerror());
+			fprintf(stderr, "build_id_offset_cost: %s\n", dlerror());
 			return -1;
 		}
-		libs[i] = (lib_fn)dlsym(dl, "bio_lib_work");
+		libs[i] = (lib_fn)dlsym(dl, "bido_lib_work");
 		if (!libs[i])
 			return -1;
 	}
@@ -408,7 +408,7 @@ int main(int argc, char **argv)
 			       (unsigned long long)r->samples,
 			       (unsigned long long)r->records,
 			       (unsigned long long)r->lost);
-			if (timed && m >= M_BIO && r->k_samples)
+			if (timed && m >= M_BIDO && r->k_samples)
 				printf(" %.0f |", (double)r->k_sample_ns /
 				       r->k_samples);
 			else
@@ -435,14 +435,14 @@ int main(int argc, char **argv)
 			const struct run *r = &bytes[l][m];
 			double ns = r->samples ? r->samples : 1;
 			double fr = r->user_frames / ns;
-			double cookie = m >= M_BIO ? 8 : 0;
+			double cookie = m >= M_BIDO ? 8 : 0;
 			double rec = r->record_bytes / ns;
 			double tot = r->sample_bytes / ns + rec;
 			double stack = 8 * fr + cookie + rec;
 			double inl = 32 * fr;
 			double inl_tot = r->sample_bytes / ns - 8 * fr - cookie + inl;
 
-			if (m == M_BIO)
+			if (m == M_BIDO)
 				continue;
 			printf("| %s | %s | %llu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n",
 			       loads[l].name, mode_name[m],
@@ -458,6 +458,6 @@ int main(int argc, char **argv)
 		printf("\n(no %s: the kernel's split is not shown)\n", DBG);
 	return 0;
 usage:
-	fprintf(stderr, "usage: bio_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");
+	fprintf(stderr, "usage: build_id_offset_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");
 	return 2;
 }
