@@ -26,8 +26,12 @@ export BUILD
 # ccache keys on paths relative to the build directory, so clones in other
 # places share one cache (kept outside the repo, in ~/.cache/ccache).
 export CCACHE_BASEDIR := $(BUILD)
-CCACHE  := $(shell command -v ccache 2>/dev/null)
-KCC     := $(if $(CCACHE),ccache gcc,gcc)
+# Looked up when a recipe runs, not when make reads this file: on a fresh
+# machine harness/deps.sh installs ccache first (every target depends on
+# it), and a later make must pass kbuild the same compiler command, or
+# kbuild rebuilds everything.
+CCACHE   = $(shell command -v ccache 2>/dev/null)
+KCC      = $(if $(CCACHE),ccache gcc,gcc)
 
 PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
