@@ -91,6 +91,8 @@ def expand(text):
 
 
 def accel():
+    """kvm, tcg, or icount: TCG on one vCPU in which every guest clock
+    counts retired instructions (the cost figures of `make bench`)."""
     want = os.environ.get("ACCEL", "auto")
     if want == "auto":
         want = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
@@ -138,12 +140,24 @@ def qemu_cmd(acc, run_dir, list_path, mem):
         f"harness_repo={REPO}", f"harness_build={BUILD}", f"harness_list={list_path}",
         *APPEND,
     ])
-    khz = host_tsc_khz() if acc == "tcg" else None
+    # Under icount the TSC advances one tick per retired instruction:
+    # at a declared 1 GHz every guest clock (sched_clock, CPU times,
+    # cpu-clock periods) reads instructions as nanoseconds.  icount
+    # needs single-threaded TCG; one vCPU keeps the count per task.
+    khz = host_tsc_khz() if acc == "tcg" else \
+        1000000 if acc == "icount" else None
     if khz and "tsc_early_khz=" not in append:
         append += f" tsc_early_khz={khz} tsc=reliable"
-    cpu = ["-accel", "kvm", "-cpu", "host"] if acc == "kvm" else \
-        ["-accel", "tcg,thread=multi", "-cpu", "max"]
-    cmd = ["qemu-system-x86_64", "-M", "pc", *cpu, "-smp", "2", "-m", mem,
+    smp = "2"
+    if acc == "kvm":
+        cpu = ["-accel", "kvm", "-cpu", "host"]
+    elif acc == "icount":
+        cpu = ["-accel", "tcg,thread=single", "-icount",
+               "shift=0,sleep=off", "-cpu", "max"]
+        smp = "1"
+    else:
+        cpu = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    cmd = ["qemu-system-x86_64", "-M", "pc", *cpu, "-smp", smp, "-m", mem,
            "-nodefaults", "-display", "none", "-no-reboot",
            "-kernel", KERNEL, "-append", append,
            "-virtfs", f"local,path=/,mount_tag=hostroot,{share}",
