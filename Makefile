@@ -109,21 +109,42 @@ bench-tools: kernel
 	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(KOBJ)/usr/include \
 		-o $(BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
 
+# Two boots: the cost sections in the instruction-count guest (one vCPU,
+# every guest clock counts retired instructions, the same from run to
+# run), the rest (two vCPUs: attribution under churn, perf top under
+# load) in the usual TCG guest.  BENCH_ICOUNT and BENCH_TCG name the
+# sections of each; an empty one is not booted.
+BENCH_ICOUNT ?= startup,cost
+BENCH_TCG    ?= churn,topload
+BENCH_RUNS   := $(if $(BENCH_ICOUNT),bench-icount) $(if $(BENCH_TCG),bench)
+
 bench: build bench-tools
 	@$(MAKE) -s kernel DEBUG=0
 	@mkdir -p $(BUILD)/bench
-	@GUEST_KERNEL=$(BENCH_KERNEL) python3 harness/guest.py \
-		--run-dir $(BUILD)/guest/bench harness/bench.list
-	@sed -n '/===== BEGIN bench/,/===== END bench/p' \
-		$(BUILD)/guest/bench/output.log | tr -d '\r' | \
-		sed '1d;$$d' >$(BUILD)/bench/results.md
-	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
-		grep '^DATA startup' >$(BUILD)/bench/startup.dat || true
+	@if [ -n "$(BENCH_ICOUNT)" ]; then \
+		ACCEL=icount GUEST_KERNEL=$(BENCH_KERNEL) \
+		GUEST_APPEND="BENCH_ONLY=$(BENCH_ICOUNT) BENCH_ICOUNT=1 $(GUEST_APPEND)" \
+		python3 harness/guest.py --run-dir $(BUILD)/guest/bench-icount \
+			harness/bench.list; fi
+	@if [ -n "$(BENCH_TCG)" ]; then \
+		GUEST_KERNEL=$(BENCH_KERNEL) \
+		GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(GUEST_APPEND)" \
+		python3 harness/guest.py --run-dir $(BUILD)/guest/bench \
+			harness/bench.list; fi
+	@for r in $(BENCH_RUNS); do \
+		sed -n '/===== BEGIN bench/,/===== END bench/p' \
+			$(BUILD)/guest/$$r/output.log | tr -d '\r' | \
+			grep -v '^===== '; \
+	done >$(BUILD)/bench/results.md
+	@for r in $(BENCH_RUNS); do tr -d '\r' <$(BUILD)/guest/$$r/output.log; \
+	done >$(BUILD)/bench/output.log
+	@grep '^DATA startup' $(BUILD)/bench/output.log \
+		>$(BUILD)/bench/startup.dat || true
 	@if [ -s $(BUILD)/bench/startup.dat ]; then \
 		gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
 			$(BUILD)/bench/startup.png; fi
-	@tr -d '\r' <$(BUILD)/guest/bench/output.log | \
-		grep '^DATA overhead' >$(BUILD)/bench/overhead.dat || true
+	@grep '^DATA overhead' $(BUILD)/bench/output.log \
+		>$(BUILD)/bench/overhead.dat || true
 	@if [ -s $(BUILD)/bench/overhead.dat ]; then \
 		gnuplot -c harness/bench/overhead.gp $(BUILD)/bench/overhead.dat \
 			$(BUILD)/bench/overhead.png; fi

@@ -11,11 +11,20 @@
 # workload's exec and dlopen() 10-50 times slower than hardware, spins
 # of a few ms would get few samples) set the churn section's run;
 # BENCH_TOP_SECS (default 15) the length of each perf top run under load.
+# BENCH_POP_SPIN (default 5000; 0: idle) the rounds of work each task of
+# the start-up population runs once a second.
+# BENCH_ICOUNT=1 says that this is the instruction-count guest
+# (harness/guest.py, ACCEL=icount): one vCPU whose clocks count retired
+# instructions, one nanosecond each, so that every "s" below is 10^9
+# instructions, the same from run to run.
 set -euo pipefail
 : "${harness_build:?}"
 ns=${BENCH_NS:-0,500,1000,2000,4000}
 ns=${ns//,/ }
 reps=${BENCH_REPS:-3}
+# Rounds of work each task of the start-up population runs once a second
+# (0: an idle population, as before December 2026)
+pop_spin=${BENCH_POP_SPIN:-5000}
 w=/tmp/bench
 mkdir -p "$w"
 # The kernel's own split of the cost (perf_build_id_offset/stats)
@@ -30,7 +39,7 @@ if want cost; then
 cp "$harness_build"/obj/bench/build_id_offset_cost "$harness_build"/obj/selftests/perf_events/libbido_dl.so "$w"/
 fi
 if want startup; then
-cp -r "$harness_build"/obj/workloads/population "$harness_build"/obj/workloads/pop "$w"/
+cp -r "$harness_build"/obj/workloads/population* "$harness_build"/obj/workloads/pop "$w"/
 fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -214,26 +223,69 @@ topload_section() {
 	echo
 }
 
+# Per mode, from the smallest population to the largest (DATA $1 lines:
+# n, tasks, mode, wall, CPU): CPU per added task (ns, or instructions in
+# the icount guest) and the CPU's growth
+slopes() {
+	echo "Growth of $2's CPU from the smallest population to the largest:"
+	echo
+	echo "| mode | tasks | CPU s | tasks | CPU s | CPU per added task | growth |"
+	echo "|---|---|---|---|---|---|---|"
+	awk -v what="$1" -v unit="${BENCH_ICOUNT:+instructions}" '
+	$2 == what {
+		if (!($5 in lo) || $4 < lo[$5]) { lo[$5] = $4; clo[$5] = $7 }
+		if (!($5 in hi) || $4 > hi[$5]) { hi[$5] = $4; chi[$5] = $7 }
+		if (!($5 in seen)) { order[++n] = $5; seen[$5] = 1 }
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			m = order[i]
+			if (hi[m] == lo[m] || clo[m] <= 0)
+				continue
+			printf "| %s | %d | %.3f | %d | %.3f | %.0f %s | %+.0f%% |\n", m,
+			       lo[m], clo[m], hi[m], chi[m],
+			       (chi[m] - clo[m]) * 1e9 / (hi[m] - lo[m]),
+			       unit ? unit : "ns", 100 * (chi[m] / clo[m] - 1)
+		}
+	}' data.txt
+}
+
 echo "===== BEGIN bench"
+if [ -n "${BENCH_ICOUNT:-}" ]; then
+	echo "_Instruction-count guest (one vCPU, \`-icount shift=0,sleep=off\`): every time below counts guest instructions, 1 s = 10^9 instructions; kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU._"
+	echo
+fi
 # Sections (not indented, to keep them as they were): startup
 if want startup; then
 echo "## Start-up against the number of tasks"
 echo
-echo "\`perf record -a -e cpu-clock -- true\`, median of $reps; each task of the population is idle and maps 30 small shared objects (about 170 mappings). buildid-offset: \`--buildid-offset --synth=no\`; buildid-offset-task: \`--buildid-offset --synth=task\`, which reads every task's comm (not its maps) at start."
+if [ "$pop_spin" -gt 0 ]; then
+	pop_what="wakes once a second, at a phase of its own, and runs $pop_spin rounds of a loop in one of 30 small shared objects that it maps (about 170 mappings), so that sampling sees it; the population is four programs with N/4 tasks each"
+else
+	pop_what="is idle and maps 30 small shared objects (about 170 mappings)"
+fi
+echo "\`perf record -a -e cpu-clock -- true\`, median of $reps; each task of the population $pop_what. buildid-offset: \`--buildid-offset --synth=no\`; buildid-offset-task: \`--buildid-offset --synth=task\`, which reads every task's comm (not its maps) at start."
 echo
 : >top.txt
 echo "| tasks in the guest | mode | wall s | CPU s | perf.data bytes |"
 echo "|---|---|---|---|---|"
 for n in $ns; do
-	pid=
+	pids=()
 	if [ "$n" -gt 0 ]; then
-		./population "$n" >pop.out &
-		pid=$!
+		: >pop.out
+		progs=(population population1 population2 population3)
+		[ "$pop_spin" -gt 0 ] && [ "$n" -ge 4 ] || progs=(population)
+		for i in "${!progs[@]}"; do
+			k=$(( n / ${#progs[@]} + (i < n % ${#progs[@]}) ))
+			"./${progs[$i]}" -w "$pop_spin" "$k" >>pop.out &
+			pids+=($!)
+		done
 		for _ in $(seq 600); do
-			grep -q ready pop.out 2>/dev/null && break
+			[ "$(grep -c ready pop.out)" -eq ${#progs[@]} ] && break
 			sleep 1
 		done
-		grep -q ready pop.out || { echo "population $n: not ready"; exit 1; }
+		[ "$(grep -c ready pop.out)" -eq ${#progs[@]} ] ||
+			{ echo "population $n: not ready"; exit 1; }
 	fi
 	tasks=$(ls /proc | grep -c '^[0-9]')
 	# buildid-offset-task: with the comm of every task read at start
@@ -268,10 +320,10 @@ for n in $ns; do
 		echo "| $tasks | $mode | $wall | $cpu | $drop1 | $drop5 |" >>top.txt
 		echo "DATA topstartup $n $tasks $mode $wall $cpu $drop1 $drop5" >>data.txt
 	done
-	if [ -n "$pid" ]; then
+	for pid in "${pids[@]}"; do
 		kill -TERM "$pid"
 		wait "$pid" 2>/dev/null || true
-	fi
+	done
 done
 echo
 awk '$2 == "startup" { c[$3 " " $5] = $7; b[$3 " " $5] = $8; if ($3 > m) m = $3 }
@@ -281,6 +333,8 @@ awk '$2 == "startup" { c[$3 " " $5] = $7; b[$3 " " $5] = $8; if ($3 > m) m = $3 
 	    if (c[m " buildid-offset"] > 0 && b[m " buildid-offset"] > 0 && c[m " buildid-offset-task"] > 0)
 		printf "--synth=task against --synth=no there: CPU %.1fx, perf.data %.1fx.\n",
 		       c[m " buildid-offset-task"] / c[m " buildid-offset"], b[m " buildid-offset-task"] / b[m " buildid-offset"] }' data.txt
+echo
+slopes startup "perf record -a -- true"
 echo
 echo "## perf top start-up against the number of tasks"
 echo
@@ -295,6 +349,8 @@ awk '$2 == "topstartup" { w[$3 " " $5] = $6; c[$3 " " $5] = $7; if ($3 > m) m = 
 		printf "At the largest population (%d): default/ours wall %.1fx, CPU %.1fx.\n",
 		       m, w[m " default"] / w[m " buildid-offset"], c[m " default"] / c[m " buildid-offset"] }' data.txt
 echo
+slopes topstartup "perf top's first screen"
+echo
 fi
 # cost
 if want cost; then
@@ -302,7 +358,7 @@ echo "## Per-sample cost (build_id_offset_cost)"
 echo
 echo "cpu-clock every ${BENCH_PERIOD:-100000} ns; a child does fixed work while the parent drains the ring buffer."
 echo
-./build_id_offset_cost -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbido_dl.so
+./build_id_offset_cost ${BENCH_ICOUNT:+-i} -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbido_dl.so
 echo
 echo "## Overhead against the sampling frequency"
 echo

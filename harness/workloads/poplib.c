@@ -11,3 +11,16 @@ int pop_value(int x)
 {
 	return x * (POP_ID + 3) + POP_ID;
 }
+
+/* The periodic work of a task of the sampled population */
+unsigned long pop_work(unsigned long rounds)
+{
+	unsigned long i, v = POP_ID;
+
+	for (i = 0; i < rounds; i++) {
+		v = v * 2862933555777941757UL + 3037000493UL;
+		/* Keeps the loop a loop */
+		__asm__ volatile("" : "+r" (v));
+	}
+	return v;
+}
