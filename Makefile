@@ -33,9 +33,12 @@ export CCACHE_BASEDIR := $(BUILD)
 CCACHE   = $(shell command -v ccache 2>/dev/null)
 KCC      = $(if $(CCACHE),ccache gcc,gcc)
 
+# PYTHON_WORD: with NO_LIBPYTHON perf leaves it empty, and `perf test`'s
+# "Setup struct perf_event_attr" then runs tests/attr.py as a program,
+# which Debian's source tarball ships without its execute bit
 PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
-	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1
+	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
 .PHONY: all deps tree refresh series-check kernel perf selftests workloads \
 	build check demo bench bench-tools stress perf-test-survey clean \

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guest  # noqa: E402
@@ -27,6 +28,8 @@ REPO = guest.REPO
 BUILD = guest.BUILD
 SRC = os.path.join(BUILD, "src", "linux")
 LISTS = sorted(glob.glob(os.path.join(REPO, "harness", "tests", "*.list")))
+# The lists the second guest runs (see main())
+SECOND_GUEST = [os.path.join(REPO, "harness", "tests", "40-perf-test-long.list")]
 
 # Types that are not errors for an out-of-tree series: new files need no
 # MAINTAINERS entry until the series is posted.
@@ -106,21 +109,47 @@ def main():
     for name, _, _, reason in skipped:
         results.append(guest.Result(name, "SKIP", reason))
 
-    if tests:
-        run_dir = os.path.join(BUILD, "guest", "check")
-        timeout = guest.run_timeout(tests)
-        lines, acc, timed_out, secs = guest.boot(tests, run_dir, timeout,
-                                                 args.mem)
-        gres, splats, stray = guest.judge(tests, lines, run_dir, timed_out)
-        print(f"check: guest ran on {acc} in {secs:.0f}s")
-        if args.only:
+    # Two guests at once: most tests use one CPU at a time, so a second
+    # guest on the other host core nearly halves the run.  The first runs
+    # every list but SECOND_GUEST's, and its boot's KUnit suites; the
+    # second, the long perf tests of SECOND_GUEST.
+    second = [t for t in tests if t[0] in second_guest_names()]
+    first = [t for t in tests if t not in second]
+    runs = {}
+
+    def run(key, lane, subdir):
+        run_dir = os.path.join(BUILD, "guest", subdir)
+        lines, acc, timed_out, secs = guest.boot(
+            lane, run_dir, guest.run_timeout(lane), args.mem)
+        gres, splats, stray = guest.judge(lane, lines, run_dir, timed_out)
+        print(f"check: guest {subdir} ran on {acc} in {secs:.0f}s",
+              flush=True)
+        if args.only or key == 2:
             gres = [r for r in gres if not r.name.startswith("kunit/")]
-        results += gres
-    else:
-        splats, stray, run_dir = {}, [], None
+        if key == 2:
+            for r in gres:
+                r.name = r.name.replace("guest/", "guest2/", 1)
+        runs[key] = (gres, run_dir, splats, stray)
+
+    threads = [threading.Thread(target=run, args=(key, lane, subdir))
+               for key, lane, subdir in ((1, first, "check"),
+                                         (2, second, "check2")) if lane]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for key in sorted(runs):
+        results += runs[key][0]
+    main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
+    more = [runs[2]] if 1 in runs and 2 in runs else []
 
     print("\ncheck: results")
-    return guest.summarize(results, run_dir, splats, stray)
+    return guest.summarize(results, *main_run[1:], more_runs=more)
+
+
+def second_guest_names():
+    """The tests of SECOND_GUEST's lists."""
+    return {t[0] for t in guest.read_list(SECOND_GUEST, [])}
 
 
 if __name__ == "__main__":

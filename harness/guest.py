@@ -369,13 +369,18 @@ def main():
     return summarize(results, args.run_dir, splats, stray)
 
 
-def summarize(results, run_dir, splats, stray):
+def summarize(results, run_dir, splats, stray, more_runs=()):
     """Print every result, the failures' details and the closing line;
-    return the exit status."""
+    return the exit status.  more_runs: (results, run_dir, splats, stray)
+    of further guests whose results are among @results."""
     for r in results:
         print(f"  {r}")
-    if run_dir:
-        show_failures(results, run_dir, splats, stray)
+    runs = [(results, run_dir, splats, stray), *more_runs]
+    others = {id(r) for run in more_runs for r in run[0]}
+    for i, (res, rdir, spl, st) in enumerate(runs):
+        if rdir:
+            show_failures([r for r in res if i or id(r) not in others],
+                          rdir, spl, st)
     npass = sum(r.status == "PASS" for r in results)
     nfail = sum(r.status == "FAIL" for r in results)
     nskip = sum(r.status == "SKIP" for r in results)
