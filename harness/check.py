@@ -109,10 +109,10 @@ def main():
     for name, _, _, reason in skipped:
         results.append(guest.Result(name, "SKIP", reason))
 
-    # Two guests at once: most tests use one CPU at a time, so a second
-    # guest on the other host core nearly halves the run.  The first runs
-    # every list but SECOND_GUEST's, and its boot's KUnit suites; the
-    # second, the long perf tests of SECOND_GUEST.
+    # Two guests at once, for hosts with cores to spare (on 2 cores they
+    # slow each other about as much as they gain): the first runs every
+    # list but SECOND_GUEST's, and its boot's KUnit suites; the second,
+    # the long perf tests of SECOND_GUEST.
     second = [t for t in tests if t[0] in second_guest_names()]
     first = [t for t in tests if t not in second]
     runs = {}
@@ -131,15 +131,21 @@ def main():
                 r.name = r.name.replace("guest/", "guest2/", 1)
         runs[key] = (gres, run_dir, splats, stray)
 
-    threads = [threading.Thread(target=run, args=(key, lane, subdir))
-               for key, lane, subdir in ((1, first, "check"),
-                                         (2, second, "check2")) if lane]
+    lanes = [(1, first, "check"), (2, second, "check2")]
+    threads = [threading.Thread(target=run, args=lane)
+               for lane in lanes if lane[1]]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for key in sorted(runs):
-        results += runs[key][0]
+    for key, lane, _ in lanes:
+        if key in runs:
+            results += runs[key][0]
+        else:
+            # The runner itself failed (its traceback is above): no
+            # test of that guest may pass unseen
+            results += [guest.Result(t[0], "FAIL", "the guest runner failed")
+                        for t in lane]
     main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
     more = [runs[2]] if 1 in runs and 2 in runs else []
 
