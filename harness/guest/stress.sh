@@ -14,8 +14,9 @@
 # mmap, read and close on the fds it got) for SECONDS, as an unprivileged
 # user with perf_event_paranoid at -1 so that it reaches the code.
 # fuzz: build_id_offset_robust's bounded fuzzer (random attributes around
-# the new bits, random operations on the events), about 2 iterations per
-# second under TCG: SECONDS * 2 iterations, seed printed for replay.
+# the new bits, random operations on the events), about 100 iterations
+# a second alone under TCG: SECONDS * 60 iterations, seed printed for
+# replay.
 # kmemleak-clear, kmemleak: forget what boot left, then scan after
 # everything else ran; any report fails.
 set -uo pipefail
@@ -66,7 +67,7 @@ perf)
 	fi
 	;;
 fuzz)
-	BIDO_FUZZ_ITERS=$((secs * 2)) \
+	BIDO_FUZZ_ITERS=$((secs * 60)) \
 		"$harness_build"/obj/selftests/perf_events/build_id_offset_robust -t fuzz
 	exit $?
 	;;

@@ -1325,17 +1325,39 @@ TEST(invalid_attrs)
 }
 
 /*
- * The permission rules of perf_event_open() are the gate: an unprivileged
- * user at perf_event_paranoid 2 may sample itself (and gets its records),
- * but not a task of another user, nor a CPU.
+ * The permission rules of perf_event_open() are the gate, and the new bits
+ * add none of their own.  As an unprivileged user at each level of
+ * perf_event_paranoid: 3 (Debian's: no unprivileged use at all) refuses
+ * everything; 2 lets a user sample its own task in user mode (and get its
+ * records) but not in kernel mode, not another user's task and no CPU;
+ * 1 adds kernel mode for its own task, still no CPU; 0 allows a CPU.
+ * Refusals are EACCES, anything else is a failure of its own.
  */
 enum {
-	PERM_OWN_OPEN	= 1,
-	PERM_OWN_RECORD	= 2,
-	PERM_FOREIGN	= 4,
-	PERM_CPU	= 8,
-	PERM_CPU_SB	= 16,
+	PERM_OWN	= 1,	/* own task, user mode: opened */
+	PERM_OWN_RECORD	= 2,	/* ... and its samples joined their records */
+	PERM_KERNEL	= 4,	/* own task with kernel mode: opened */
+	PERM_FOREIGN	= 8,	/* another user's task: opened */
+	PERM_CPU	= 16,	/* a CPU: opened */
+	PERM_CPU_SB	= 32,	/* a receiving dummy event on a CPU: opened */
+	PERM_OTHER_ERR	= 64,	/* refused with something other than EACCES */
 };
+
+/* Open @attr as asked and close it; @bit if it opened, else note errno */
+static int perm_try(struct perf_event_attr *attr, pid_t pid, int cpu,
+		    int bit, const char *what)
+{
+	int fd = perf_open(attr, pid, cpu);
+
+	if (fd >= 0) {
+		close(fd);
+		return bit;
+	}
+	if (errno == EACCES)
+		return 0;
+	ksft_print_msg("%s: %s, not EACCES\n", what, strerror(errno));
+	return PERM_OTHER_ERR;
+}
 
 static int unprivileged(pid_t foreign)
 {
@@ -1344,16 +1366,16 @@ static int unprivileged(pid_t foreign)
 	struct tally ty;
 	struct maps m;
 	struct ring rb;
-	int fd, ok = 0;
+	int ok = 0;
 
 	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
-		return 0;
+		return PERM_OTHER_ERR;
 
 	bido_attr(&attr);
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	if (!ring_open(&rb, &attr, 0, -1, RING_PAGES)) {
-		ok |= PERM_OWN_OPEN;
+		ok |= PERM_OWN;
 		ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
 		burn(0.3, &rb, 1, &t, NULL);
 		ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
@@ -1365,44 +1387,82 @@ static int unprivileged(pid_t foreign)
 		    ty.resolved * 1000 >=
 		    (ty.addrs - ty.not_code - ty.past_stop) * 999)
 			ok |= PERM_OWN_RECORD;
+	} else if (errno != EACCES) {
+		ksft_print_msg("own task: %s, not EACCES\n", strerror(errno));
+		ok |= PERM_OTHER_ERR;
 	}
+	ok |= perm_try(&attr, foreign, -1, PERM_FOREIGN, "foreign task");
+	ok |= perm_try(&attr, -1, 0, PERM_CPU, "CPU-wide");
 
-	fd = perf_open(&attr, foreign, -1);
-	if (fd < 0 && errno == EACCES)
-		ok |= PERM_FOREIGN;
-	else
-		ksft_print_msg("foreign task: fd %d, %s\n", fd, strerror(errno));
-
-	fd = perf_open(&attr, -1, 0);
-	if (fd < 0 && errno == EACCES)
-		ok |= PERM_CPU;
-	else
-		ksft_print_msg("CPU-wide: fd %d, %s\n", fd, strerror(errno));
+	attr.exclude_kernel = 0;
+	ok |= perm_try(&attr, 0, -1, PERM_KERNEL, "own task, kernel mode");
 
 	/* A receiving side-band event alone is CPU-wide too */
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_DUMMY;
 	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-	fd = perf_open(&attr, -1, 0);
-	if (fd < 0 && errno == EACCES)
-		ok |= PERM_CPU_SB;
-	else
-		ksft_print_msg("CPU-wide receiver: fd %d, %s\n", fd,
-			       strerror(errno));
+	attr.exclude_kernel = 1;
+	ok |= perm_try(&attr, -1, 0, PERM_CPU_SB, "CPU-wide receiver");
 	return ok;
 }
 
-TEST(permissions)
+FIXTURE(permissions) {
+	int saved;
+};
+
+FIXTURE_VARIANT(permissions) {
+	int paranoid;
+	int allowed;	/* PERM_* bits expected; every other one must be clear */
+};
+
+FIXTURE_VARIANT_ADD(permissions, paranoid_3) {
+	.paranoid = 3,
+	.allowed = 0,
+};
+
+FIXTURE_VARIANT_ADD(permissions, paranoid_2) {
+	.paranoid = 2,
+	.allowed = PERM_OWN | PERM_OWN_RECORD,
+};
+
+FIXTURE_VARIANT_ADD(permissions, paranoid_1) {
+	.paranoid = 1,
+	.allowed = PERM_OWN | PERM_OWN_RECORD | PERM_KERNEL,
+};
+
+FIXTURE_VARIANT_ADD(permissions, paranoid_0) {
+	.paranoid = 0,
+	.allowed = PERM_OWN | PERM_OWN_RECORD | PERM_KERNEL | PERM_CPU |
+		   PERM_CPU_SB,
+};
+
+FIXTURE_SETUP(permissions)
 {
-	int saved = read_int("/proc/sys/kernel/perf_event_paranoid"), status;
+	self->saved = read_int("/proc/sys/kernel/perf_event_paranoid");
+}
+
+FIXTURE_TEARDOWN(permissions)
+{
+	if (self->saved != INT_MIN)
+		write_paranoid(self->saved);
+}
+
+TEST_F(permissions, run)
+{
+	static const char * const names[] = {
+		"own task", "own task's records", "own task in kernel mode",
+		"foreign task", "CPU-wide", "CPU-wide receiver",
+		"a refusal other than EACCES",
+	};
+	int status, got, i;
 	pid_t pid, foreign;
 
 	if (bido_missing(_metadata))
 		return;
 	if (geteuid())
 		SKIP(return, "needs root to become another user");
-	ASSERT_NE(INT_MIN, saved);
-	ASSERT_EQ(0, write_paranoid(2));
+	ASSERT_NE(INT_MIN, self->saved);
+	ASSERT_EQ(0, write_paranoid(variant->paranoid));
 
 	/* A task of root's that the unprivileged child may not watch */
 	foreign = fork();
@@ -1418,15 +1478,15 @@ TEST(permissions)
 	waitpid(pid, &status, 0);
 	kill(foreign, SIGKILL);
 	waitpid(foreign, NULL, 0);
-	ASSERT_EQ(0, write_paranoid(saved));
 
 	ASSERT_TRUE(WIFEXITED(status));
-	status = WEXITSTATUS(status);
-	EXPECT_TRUE(status & PERM_OWN_OPEN) TH_LOG("own task refused");
-	EXPECT_TRUE(status & PERM_OWN_RECORD) TH_LOG("own task: no records");
-	EXPECT_TRUE(status & PERM_FOREIGN) TH_LOG("foreign task not EACCES");
-	EXPECT_TRUE(status & PERM_CPU) TH_LOG("CPU-wide not EACCES");
-	EXPECT_TRUE(status & PERM_CPU_SB) TH_LOG("CPU-wide receiver not EACCES");
+	got = WEXITSTATUS(status);
+	ksft_print_msg("paranoid %d as nobody: allowed %#x, expected %#x\n",
+		       variant->paranoid, got, variant->allowed);
+	for (i = 0; i < (int)ARRAY_SIZE(names); i++)
+		EXPECT_EQ(variant->allowed & 1 << i, got & 1 << i)
+			TH_LOG("paranoid %d: %s %s", variant->paranoid, names[i],
+			       got & 1 << i ? "allowed" : "refused");
 }
 
 /*

@@ -367,10 +367,10 @@ void ring_drain(struct ring *rb, struct trace *t)
  * into @t every @poll_us until it has exited; disable them.  Returns its
  * wait status.
  */
-int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
-		pid_t child, unsigned int poll_us)
+int trace_sessions(struct ring *rb, int nr_rb, struct trace *t, int nr_t,
+		   int go_fd, pid_t child, unsigned int poll_us)
 {
-	int i, status = -1;
+	int per = nr_rb / nr_t, i, status = -1;
 
 	for (i = 0; i < nr_rb; i++)
 		ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -381,14 +381,20 @@ int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 	}
 	while (waitpid(child, &status, WNOHANG) == 0) {
 		for (i = 0; i < nr_rb; i++)
-			ring_drain(&rb[i], t);
+			ring_drain(&rb[i], &t[i / per]);
 		usleep(poll_us);
 	}
 	for (i = 0; i < nr_rb; i++) {
 		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-		ring_drain(&rb[i], t);
+		ring_drain(&rb[i], &t[i / per]);
 	}
 	return status;
+}
+
+int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
+		pid_t child, unsigned int poll_us)
+{
+	return trace_sessions(rb, nr_rb, t, 1, go_fd, child, poll_us);
 }
 
 pid_t fork_held(int *go)
@@ -845,15 +851,20 @@ int read_int(const char *path)
 	return v;
 }
 
-int write_paranoid(int v)
+int write_int(const char *path, int v)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "w");
+	FILE *f = fopen(path, "w");
 	int ret;
 
 	if (!f)
 		return -1;
 	ret = fprintf(f, "%d\n", v) < 0;
 	return fclose(f) || ret ? -1 : 0;
+}
+
+int write_paranoid(int v)
+{
+	return write_int("/proc/sys/kernel/perf_event_paranoid", v);
 }
 
 /* Task flags from /proc/.../stat (the ninth field), 0 if unreadable */

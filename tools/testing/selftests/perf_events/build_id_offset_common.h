@@ -135,6 +135,12 @@ void ring_drain(struct ring *rb, struct trace *t);
 int trace_child(struct ring *rb, int nr_rb, struct trace *t, int go_fd,
 		pid_t child, unsigned int poll_us);
 /*
+ * The same for @nr_t sessions, each reading its own @nr_rb / @nr_t of
+ * the rings (in order) into its own trace of @t
+ */
+int trace_sessions(struct ring *rb, int nr_rb, struct trace *t, int nr_t,
+		   int go_fd, pid_t child, unsigned int poll_us);
+/*
  * fork() a child that first waits for the parent's go: a byte on a pipe
  * whose write end the parent gets in @go (trace_child() writes it).
  * Returns what fork() does, -1 with errno if the pipe or fork fails; a
@@ -190,6 +196,8 @@ int read_int(const char *path);
 const char *bido_debugfs(const char *file);
 /* Counter @name of debugfs perf_build_id_offset/stats; -1 if unreadable */
 long long bido_stat(const char *name);
+/* Write @v to the sysctl or other file at @path */
+int write_int(const char *path, int v);
 int write_paranoid(int v);
 
 /* Task flags from /proc/.../stat */

@@ -3,8 +3,9 @@
  * PERF_SAMPLE_BUILD_ID_OFFSET under races: tasks that exit, exec and fork
  * while they are sampled, events closed, unmapped, redirected and
  * disabled while deferred work is pending, an address space that changes
- * under the sampled thread, and tasks that must never get work (kernel
- * threads, io_uring workers).  Each case counts what it did and checks
+ * under the sampled thread, tasks that must never get work (kernel
+ * threads, io_uring workers), two sessions on one task and sampling at
+ * the highest rate.  Each case counts what it did and checks
  * what came out: every record well formed, every sample with a cookie
  * joined with its record or accounted for, no address resolved wrongly.
  * The debug kernel of the test guest watches for use-after-free, lock
@@ -45,6 +46,8 @@
 
 #include "../kselftest_harness.h"
 #include "build_id_offset_common.h"
+
+#define MAX_RATE "/proc/sys/kernel/perf_event_max_sample_rate"
 
 /* Emulated machines with debug kernels are slow: more than the default */
 #undef TEST_TIMEOUT_DEFAULT
@@ -287,7 +290,7 @@ static void tally_print(const char *what, struct tally *ty, struct trace *t)
 	/* Slow perf interrupts (an emulated machine) lower the rate */
 	ksft_print_msg("%s: %llu times throttled; perf_event_max_sample_rate now %d\n",
 		       what, (unsigned long long)t->throttled,
-		       read_int("/proc/sys/kernel/perf_event_max_sample_rate"));
+		       read_int(MAX_RATE));
 	ksft_print_msg("%s: %llu user addresses: %llu resolved, %llu unresolved, %llu no code, %llu anonymous, %llu mm-changed, %llu wrong\n",
 		       what, (unsigned long long)ty->addrs,
 		       (unsigned long long)ty->resolved,
@@ -616,6 +619,219 @@ TEST(inherit_storm)
 	if (bido_missing(_metadata))
 		return;
 	run_inherited(_metadata, "inherit_storm", storm_work);
+}
+
+/* ---- Two consumers of one task; the highest sampling rate ---- */
+
+static void *burning_thread(void *arg)
+{
+	burn(*(double *)arg);
+	return NULL;
+}
+
+/* Eight threads burning CPU in user code and system calls at once */
+static int many_threads_work(struct work_count *c)
+{
+	double secs = 0.25 * scale();
+	pthread_t th[8];
+	int k;
+
+	for (k = 0; k < 8; k++)
+		if (pthread_create(&th[k], NULL, burning_thread, &secs))
+			return 1;
+	burn(secs);
+	for (k = 0; k < 8; k++)
+		pthread_join(th[k], NULL);
+	c->threads += 8;
+	c->rounds++;
+	return 0;
+}
+
+/* Cookies that two records of @t give to different threads */
+static int cookies_shared_by_tids(struct trace *t, int nr_sess, int *common)
+{
+	struct { uint64_t cookie; uint32_t tid, sess; } *v;
+	int n = 0, i, s, bad = 0;
+
+	for (s = 0; s < nr_sess; s++)
+		n += t[s].nr_r;
+	v = calloc(n + 1, sizeof(*v));
+	n = 0;
+	for (s = 0; s < nr_sess; s++)
+		for (i = 0; i < t[s].nr_r; i++) {
+			v[n].cookie = t[s].r[i].cookie;
+			v[n].tid = t[s].r[i].tid;
+			v[n++].sess = s;
+		}
+	/* Few enough for an insertion sort by cookie */
+	for (i = 1; i < n; i++) {
+		int j = i;
+
+		while (j && v[j - 1].cookie > v[j].cookie) {
+			typeof(*v) x = v[j];
+
+			v[j] = v[j - 1];
+			v[--j] = x;
+		}
+	}
+	*common = 0;
+	for (i = 1; i < n; i++) {
+		if (v[i].cookie != v[i - 1].cookie)
+			continue;
+		bad += v[i].tid != v[i - 1].tid;
+		*common += v[i].sess != v[i - 1].sess;
+	}
+	free(v);
+	return bad;
+}
+
+/*
+ * Scenario 17, two consumers of one task: two sessions sample the same
+ * eight threads at once.  A cookie names one kernel entry of one thread,
+ * whichever session sampled it; each session's buffers get every record
+ * their samples name, none twice, and every address is right.
+ *
+ * Scenario 18, the highest rate: task-clock or cpu-clock with a period of
+ * 1 (hrtimer events run at their 10 us floor) on the same threads.  An
+ * emulated CPU does not reach the default limit of 100,000 samples a
+ * second, so the test sets kernel.perf_event_max_sample_rate to @max_rate
+ * (1000) for its run: the kernel must throttle the events every tick and
+ * let them go at the next.  The work finishes (no livelock, no RCU stall:
+ * guest.py fails the test on a stall in the kernel log), and the records
+ * are as exact as at any rate.  The limit is put back afterwards, also
+ * when the kernel lowered it under load.
+ *
+ * Each session is its own per-CPU events with inherit=1 on the child,
+ * reading its own buffers, as independent perf record sessions would.
+ */
+static void run_sessions(struct __test_metadata *_metadata, const char *what,
+			 const struct perf_event_attr *base, int nr_sess,
+			 int max_rate, uint64_t *throttled)
+{
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go, status, i, s;
+	int rate = read_int(MAX_RATE);
+	struct work_count *c = shared_count();
+	struct trace t[2] = {};
+	struct tally ty[2];
+	struct ring *rb;
+	struct maps m;
+	int common = 0;
+	pid_t child;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_GE(2, nr_sess);
+	ASSERT_NE(INT_MIN, rate);
+	if (max_rate)
+		ASSERT_EQ(0, write_int(MAX_RATE, max_rate));
+	child = fork_held(&go);
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(many_threads_work(c));
+
+	rb = calloc(nr_cpus * nr_sess, sizeof(*rb));
+	for (s = 0; s < nr_sess; s++) {
+		struct perf_event_attr attr = *base;
+
+		attr.inherit = 1;
+		t[s].check_ids = true;
+		for (i = 0; i < nr_cpus; i++)
+			ASSERT_EQ(0, ring_open(&rb[s * nr_cpus + i], &attr,
+					       child, i, RING_PAGES));
+	}
+	status = trace_sessions(rb, nr_cpus * nr_sess, t, nr_sess, go, child,
+				10000);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	maps_read(&m, "/proc/self/maps");
+	for (s = 0; s < nr_sess; s++) {
+		char name[64];
+
+		trace_index(&t[s]);
+		join(&t[s], &m, &ty[s], NULL, NULL, NULL);
+		snprintf(name, sizeof(name), "%s, session %d", what, s + 1);
+		ksft_print_msg("%s: %d tasks sampled\n", name,
+			       count_tids(&t[s]));
+		tally_print(name, &ty[s], &t[s]);
+		EXPECT_EQ(0, t[s].bad_records) TH_LOG("%s", t[s].why);
+		EXPECT_EQ(0, t[s].dup_records);
+		EXPECT_EQ(0, ty[s].wrong) TH_LOG("%s", ty[s].first_wrong);
+		EXPECT_EQ(0, ty[s].at_stop);
+		EXPECT_LE(ty[s].unjoined_entries, t[s].lost);
+		EXPECT_LT(100, ty[s].joined);
+		EXPECT_LE(9, count_tids(&t[s]));
+		*throttled += t[s].throttled;
+	}
+	EXPECT_EQ(0, cookies_shared_by_tids(t, nr_sess, &common));
+	if (nr_sess > 1)
+		ksft_print_msg("%s: %d cookies in the records of both sessions\n",
+			       what, common);
+	EXPECT_EQ(0, c->failures);
+
+	i = read_int(MAX_RATE);
+	if (i != rate || max_rate) {
+		ksft_print_msg("%s: perf_event_max_sample_rate %d, put back to %d\n",
+			       what, i, rate);
+		EXPECT_EQ(0, write_int(MAX_RATE, rate));
+	}
+
+	free(m.v);
+	for (s = 0; s < nr_sess; s++)
+		trace_free(&t[s]);
+	for (i = 0; i < nr_cpus * nr_sess; i++)
+		ring_close(&rb[i]);
+	free(rb);
+	munmap(c, sizeof(*c));
+}
+
+TEST(two_consumers)
+{
+	struct perf_event_attr attr;
+	uint64_t throttled = 0;
+
+	if (bido_missing(_metadata))
+		return;
+	bido_attr(&attr, 1000000);
+	run_sessions(_metadata, "two_consumers", &attr, 2, 0, &throttled);
+}
+
+FIXTURE(max_rate) {
+};
+
+FIXTURE_VARIANT(max_rate) {
+	uint64_t config;
+};
+
+FIXTURE_VARIANT_ADD(max_rate, cpu_clock) {
+	.config = PERF_COUNT_SW_CPU_CLOCK,
+};
+
+FIXTURE_VARIANT_ADD(max_rate, task_clock) {
+	.config = PERF_COUNT_SW_TASK_CLOCK,
+};
+
+FIXTURE_SETUP(max_rate)
+{
+}
+
+FIXTURE_TEARDOWN(max_rate)
+{
+}
+
+TEST_F(max_rate, run)
+{
+	struct perf_event_attr attr;
+	uint64_t throttled = 0;
+
+	if (bido_missing(_metadata))
+		return;
+	bido_attr(&attr, 1);
+	attr.config = variant->config;
+	run_sessions(_metadata, variant->config == PERF_COUNT_SW_CPU_CLOCK ?
+		     "max_rate cpu-clock" : "max_rate task-clock", &attr, 1,
+		     1000, &throttled);
+	EXPECT_LT(0, throttled)
+		TH_LOG("no PERF_RECORD_THROTTLE at a 10 us period and 1000 samples/s");
 }
 
 /* ---- Lifecycle: a signal delivered on the way out of an entry ---- */
