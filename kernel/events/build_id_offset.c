@@ -406,7 +406,13 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 	if ((task && task != current) || !current->mm)
 		return;
 
-	cookie = perf_bido_reuse(bt, data, event, regs);
+	/*
+	 * With deferred callchains the user frames are not in the sample:
+	 * only this entry's own record, from the same walk as its
+	 * CALLCHAIN_DEFERRED, is known to cover them.
+	 */
+	cookie = event->attr.defer_callchain ? 0 :
+		 perf_bido_reuse(bt, data, event, regs);
 	if (cookie) {
 		data->defer_cookie = cookie;
 		perf_bido_count(samples, 1);
@@ -1310,10 +1316,10 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
  * * PERF_SAMPLE_BUILD_ID_OFFSET with exclude_user: the record is about
  *   user addresses only;
  * * defer_output with exclude_user: the records describe user space, which
- *   such an event asked not to see;
- * * defer_callchain: deferred callchains are not implemented here, the
- *   bit is reserved (tools probe it and fall back).
- * 0 otherwise.  defer_output is valid on any other event: a per-task event
+ *   such an event asked not to see.
+ * 0 otherwise.  defer_callchain is valid on any event (callchain_deferred.c):
+ * without PERF_SAMPLE_CALLCHAIN or with exclude_callchain_user it changes
+ * nothing.  defer_output is valid on any other event: a per-task event
  * receives the records of its task (inherited copies write to their
  * parent's buffer, as for any record), a per-CPU event becomes a side-band
  * event and receives the records of the tasks that run on its CPU.
@@ -1322,8 +1328,6 @@ int perf_bido_check_attr(const struct perf_event_attr *attr)
 {
 	if (((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
 	     attr->defer_output) && attr->exclude_user)
-		return -EINVAL;
-	if (attr->defer_callchain)
 		return -EINVAL;
 	return 0;
 }

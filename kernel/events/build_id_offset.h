@@ -38,11 +38,18 @@ static inline void perf_bido_init(void) { }
 static inline void perf_bido_init_task(struct task_struct *child) { }
 static inline void perf_bido_exit_task(struct task_struct *task) { }
 
-/* Without the feature none of its bits is valid */
+/*
+ * Without the feature its sample bit is invalid, and without deferred
+ * callchains (no user unwinder) so are the deferred bits
+ */
 static inline int perf_bido_check_attr(const struct perf_event_attr *attr)
 {
-	if ((attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET) ||
-	    attr->defer_callchain || attr->defer_output)
+	if (attr->sample_type & PERF_SAMPLE_BUILD_ID_OFFSET)
+		return -EINVAL;
+	if (!IS_ENABLED(CONFIG_PERF_DEFERRED_CALLCHAIN) &&
+	    (attr->defer_callchain || attr->defer_output))
+		return -EINVAL;
+	if (attr->defer_output && attr->exclude_user)
 		return -EINVAL;
 	return 0;
 }

@@ -165,6 +165,9 @@ static void bido_layout(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, PERF_SAMPLE_BUILD_ID_OFFSET, 1U << 25);
 	KUNIT_EXPECT_EQ(test, PERF_RECORD_BUILD_ID_OFFSET, 23);
+	/* Linux 6.19's deferred callchains */
+	KUNIT_EXPECT_EQ(test, PERF_RECORD_CALLCHAIN_DEFERRED, 22);
+	KUNIT_EXPECT_EQ(test, PERF_CONTEXT_USER_DEFERRED, (u64)-640);
 
 	/*
 	 * Upstream's positions: right after sigtrap (bit 37).  By the
@@ -209,8 +212,9 @@ static void bido_check_attr(struct kunit *test)
 	attr.exclude_user = 1;
 	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bido_check_attr(&attr));
 
+	/* Deferred callchains are implemented: the bit is valid */
 	attr = (struct perf_event_attr){ .defer_callchain = 1 };
-	KUNIT_EXPECT_EQ(test, -EINVAL, perf_bido_check_attr(&attr));
+	KUNIT_EXPECT_EQ(test, 0, perf_bido_check_attr(&attr));
 }
 
 static void bido_sort_addrs(struct kunit *test)

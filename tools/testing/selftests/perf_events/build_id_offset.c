@@ -1490,6 +1490,103 @@ TEST_F(permissions, run)
 }
 
 /*
+ * Deferred callchains (attr.defer_callchain) with the sample bit.  First
+ * a spin under made-up frames whose return addresses are known (in this
+ * program and in libc, never executed): every sample carries no user
+ * frame of its own but PERF_CONTEXT_USER_DEFERRED and a cookie, the same
+ * as its build-ID offset cookie (one request per kernel entry, one walk);
+ * one CALLCHAIN_DEFERRED per (tid, cookie) holds exactly the made-up
+ * frames after the IP; and the build-ID offset record of the cookie
+ * covers every one of them.  Then the usual workload (program, libc,
+ * vDSO, system calls): with the deferred frames merged into the samples,
+ * every user address resolves right against /proc/self/maps and the
+ * files' notes, as in resolve_self.
+ */
+TEST(deferred_callchain)
+{
+	uintptr_t frames[6];
+	uint64_t in_spin = 0, exact = 0, both = 0, same = 0, inline_user = 0;
+	uint64_t user_no_defer = 0, deferred = 0;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	struct tally ty;
+	struct maps m;
+	struct ring rb;
+	double until;
+	int i, dup, missing;
+
+	if (bido_missing(_metadata))
+		return;
+	frames[0] = (uintptr_t)&frames[2];
+	frames[1] = (uintptr_t)depth1 + 1;
+	frames[2] = (uintptr_t)&frames[4];
+	frames[3] = (uintptr_t)depth2 + 2;
+	frames[4] = 0;
+	frames[5] = (uintptr_t)getppid + 3;
+
+	bido_attr(&attr);
+	attr.defer_callchain = 1;
+	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+	for (until = cpu_seconds() + 0.6; cpu_seconds() < until;) {
+		fake_frame_spin(100000, frames);
+		ring_drain(&rb, &t);
+	}
+	burn(0.6, &rb, 1, &t, NULL);
+	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+	ring_drain(&rb, &t);
+
+	missing = trace_merge_deferred(&t, &dup);
+	for (i = 0; i < t.nr_s; i++) {
+		const struct sample *s = &t.s[i];
+		uint64_t ip = s->nr ? s->addrs[0] : 0;
+
+		inline_user += s->inline_user;
+		deferred += !!s->defer_cookie;
+		user_no_defer += !s->kernel && !s->defer_cookie;
+		if (s->defer_cookie && s->cookie) {
+			both++;
+			same += s->defer_cookie == s->cookie;
+		}
+		if (s->kernel || !s->merged || ip < (uintptr_t)fake_frame_spin ||
+		    ip >= (uintptr_t)fake_frame_spin + 64)
+			continue;
+		in_spin++;
+		if (s->nr == 4 && s->addrs[1] == frames[1] &&
+		    s->addrs[2] == frames[3] && s->addrs[3] == frames[5])
+			exact++;
+		else if (in_spin - exact == 1)
+			TH_LOG("spin sample: %d frames: %#llx %#llx %#llx",
+			       s->nr, (unsigned long long)s->addrs[1 % s->nr],
+			       (unsigned long long)s->addrs[2 % s->nr],
+			       (unsigned long long)s->addrs[3 % s->nr]);
+	}
+	ksft_print_msg("deferred_callchain: %d samples, %llu with a deferred callchain (%llu in user mode without), %llu with user frames inline; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs; cookies equal in %llu of %llu; %llu samples in the spin, %llu with exactly the made-up frames\n",
+		       t.nr_s, (unsigned long long)deferred,
+		       (unsigned long long)user_no_defer,
+		       (unsigned long long)inline_user, t.nr_d, dup, missing,
+		       (unsigned long long)same, (unsigned long long)both,
+		       (unsigned long long)in_spin, (unsigned long long)exact);
+
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, NULL, NULL);
+	tally_print("deferred_callchain", &ty, &t);
+	expect_exact(_metadata, &t, &ty, 100, false, 999);
+
+	EXPECT_EQ(0, inline_user);
+	EXPECT_EQ(0, user_no_defer);
+	EXPECT_EQ(0, dup);
+	/* The entry of the DISABLE ioctl: its record finds the event off */
+	EXPECT_GE(1, missing);
+	EXPECT_EQ(both, same);
+	EXPECT_LT(20, in_spin);
+	EXPECT_EQ(in_spin, exact);
+	free(m.v);
+	trace_free(&t);
+	ring_close(&rb);
+}
+
+/*
  * Per-CPU events, a task that hops between CPUs: its record may be
  * written on another CPU than its sample, and the join across buffers
  * must still find it.  Samples of the idle task carry cookie 0.

@@ -291,8 +291,14 @@ static void parse_sample(struct trace *t, const struct perf_event_header *h)
 	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
 		s->addrs[s->nr++] = ip;
 	for (i = 0; i < nr; i++) {
+		/* The marker, then the cookie, and nothing after them */
+		if (p[i] == PERF_CONTEXT_USER_DEFERRED && i + 2 == nr) {
+			s->defer_cookie = p[i + 1];
+			break;
+		}
 		if (p[i] >= PERF_CONTEXT_MAX) {
 			user = p[i] == PERF_CONTEXT_USER;
+			s->inline_user |= user;
 			continue;
 		}
 		/* The sample's own user IP comes first: keep it once */
@@ -302,6 +308,31 @@ static void parse_sample(struct trace *t, const struct perf_event_header *h)
 	}
 	s->cookie = p[nr];
 	t->nr_s++;
+}
+
+static void parse_deferred(struct trace *t, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const struct sample_id *id = trailer(h);
+	struct deferred *d;
+
+	if (h->size < sizeof(*h) + 16 + sizeof(*id) ||
+	    h->size != sizeof(*h) + 16 + p[1] * 8 + sizeof(*id)) {
+		trace_bad(t, "CALLCHAIN_DEFERRED size does not match nr");
+		return;
+	}
+	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER)
+		trace_bad(t, "CALLCHAIN_DEFERRED misc is not PERF_RECORD_MISC_USER");
+	if (t->nr_d == t->max_d)
+		t->d = grow(t->d, &t->max_d, sizeof(*t->d));
+	d = &t->d[t->nr_d++];
+	d->cookie = p[0];
+	d->nr = p[1];
+	d->ips = malloc((d->nr + 1) * sizeof(*d->ips));
+	memcpy(d->ips, p + 2, d->nr * sizeof(*d->ips));
+	d->tid = id->tid;
+	d->cpu = id->cpu;
+	d->time = id->time;
 }
 
 static void parse_comm(struct trace *t, const struct perf_event_header *h)
@@ -346,6 +377,9 @@ void ring_drain(struct ring *rb, struct trace *t)
 			break;
 		case PERF_RECORD_BUILD_ID_OFFSET:
 			parse_record(t, (void *)h);
+			break;
+		case PERF_RECORD_CALLCHAIN_DEFERRED:
+			parse_deferred(t, h);
 			break;
 		case PERF_RECORD_COMM:
 			parse_comm(t, h);
@@ -535,11 +569,63 @@ void trace_free(struct trace *t)
 		free(t->s[i].addrs);
 	for (i = 0; i < t->nr_r; i++)
 		free(t->r[i].maps);
+	for (i = 0; i < t->nr_d; i++)
+		free(t->d[i].ips);
 	free(t->s);
 	free(t->r);
 	free(t->x);
+	free(t->d);
 	free(t->by_cookie);
 	memset(t, 0, sizeof(*t));
+}
+
+static int cmp_deferred(const void *a, const void *b)
+{
+	const struct deferred *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->cookie != y->cookie)
+		return x->cookie < y->cookie ? -1 : 1;
+	return 0;
+}
+
+int trace_merge_deferred(struct trace *t, int *dup)
+{
+	const struct sample *last = NULL;
+	int i, missing = 0;
+
+	qsort(t->d, t->nr_d, sizeof(*t->d), cmp_deferred);
+	*dup = 0;
+	for (i = 1; i < t->nr_d; i++)
+		*dup += !cmp_deferred(&t->d[i - 1], &t->d[i]);
+	for (i = 0; i < t->nr_s; i++) {
+		struct sample *s = &t->s[i];
+		struct deferred key = { .tid = s->tid, .cookie = s->defer_cookie };
+		const struct deferred *d;
+		uint64_t k;
+
+		if (!s->defer_cookie || s->merged)
+			continue;
+		d = bsearch(&key, t->d, t->nr_d, sizeof(*t->d), cmp_deferred);
+		if (!d) {
+			/* Once per entry: its samples are next to each other */
+			missing += !last || last->tid != s->tid ||
+				   last->defer_cookie != s->defer_cookie;
+			last = s;
+			continue;
+		}
+		s->addrs = realloc(s->addrs, (s->nr + d->nr + 1) *
+				   sizeof(*s->addrs));
+		for (k = 0; k < d->nr; k++) {
+			/* The sample's own user IP comes first: keep it once */
+			if (!k && s->nr == 1 && d->ips[0] == s->addrs[0])
+				continue;
+			s->addrs[s->nr++] = d->ips[k];
+		}
+		s->merged = true;
+	}
+	return missing;
 }
 
 /* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */

@@ -92,6 +92,10 @@ struct sample {
 	bool kernel;		/* taken in kernel mode */
 	int nr;			/* user addresses */
 	uint64_t *addrs;	/* user call chain, IP first */
+	/* PERF_CONTEXT_USER_DEFERRED's cookie: the frames come in a record */
+	uint64_t defer_cookie;
+	bool inline_user;	/* PERF_CONTEXT_USER frames in the sample */
+	bool merged;		/* the deferred frames were appended */
 	/* Set by trace_index() */
 	uint64_t first;		/* time of the first sample of its entry */
 	uint64_t prev;		/* of the tid's last sample before the entry */
@@ -103,6 +107,13 @@ struct record {
 	uint64_t time, cookie;
 	uint64_t first;		/* time of the first sample joined to it */
 	struct bido_map *maps;
+};
+
+/* PERF_RECORD_CALLCHAIN_DEFERRED */
+struct deferred {
+	uint32_t tid, cpu;
+	uint64_t time, cookie, nr;
+	uint64_t *ips;
 };
 
 /* PERF_RECORD_COMM of an exec */
@@ -118,6 +129,8 @@ struct trace {
 	int nr_r, max_r;
 	struct exec_mark *x;
 	int nr_x, max_x;
+	struct deferred *d;
+	int nr_d, max_d;
 	uint64_t lost, throttled;
 	bool check_ids;		/* a record's pid/tid must be its sample_id's */
 	int bad_records;	/* layout, padding or pointer problems */
@@ -152,6 +165,13 @@ struct record *find_record(const struct trace *t, uint32_t tid,
 			   uint64_t cookie);
 const struct bido_map *rec_find(const struct record *r, uint64_t a);
 void trace_free(struct trace *t);
+/*
+ * Append to each sample with a deferred callchain the frames of the
+ * CALLCHAIN_DEFERRED record of its (tid, cookie); returns how many
+ * entries (runs of samples of one tid and cookie, in @t's order) found
+ * none.  @dup counts records of a (tid, cookie) seen before.
+ */
+int trace_merge_deferred(struct trace *t, int *dup);
 
 /* ---- Ground truth: /proc/PID/maps and the ELF notes of the files ---- */
 

@@ -2016,6 +2016,8 @@ struct fz_slot {
 struct fz {
 	uint64_t seed;
 	int iters, ncpu;
+	int iter;		/* the one running */
+	uint64_t iter_first_id;	/* the lowest event id it opened */
 	bool avoid_known;	/* BIDO_FUZZ_AVOID_KNOWN */
 	pid_t worker_tid;
 	struct fz_layout layout;
@@ -2031,10 +2033,11 @@ struct fz {
 
 	/* Records */
 	uint64_t samples, cookies, bido_records, bido_maps, other, lost;
+	uint64_t deferred, deferred_ips;	/* CALLCHAIN_DEFERRED */
 	uint64_t lost_samples, bad;
 	uint64_t known;		/* bad after an empty dump, when avoiding them */
 	char first_bad[200];
-	char bad_words[400];	/* its first words, in hex */
+	char bad_words[1000];	/* its first and last words, in hex */
 
 	/* Operations (the helper's are atomic) */
 	uint64_t ioctls, ioctl_ok, maps, map_fail, unmaps, closes;
@@ -2078,13 +2081,26 @@ static void fz_bad(const char *why, const struct perf_event_header *h)
 	if (fz.bad++)
 		return;
 	snprintf(fz.first_bad, sizeof(fz.first_bad),
-		 "%s (record type %u, misc %#x, size %u, sample_type %#llx, read_format %#llx)",
-		 why, h->type, h->misc, h->size,
+		 "%s (iteration %d, its event ids from %llu, record type %u, misc %#x, size %u, sample_type %#llx, read_format %#llx, regs user %#llx intr %#llx)",
+		 why, fz.iter, (unsigned long long)fz.iter_first_id,
+		 h->type, h->misc, h->size,
 		 (unsigned long long)fz.layout.sample_type,
-		 (unsigned long long)fz.layout.read_format);
-	for (i = 0; i < h->size / 8 && len < sizeof(fz.bad_words) - 20; i++)
+		 (unsigned long long)fz.layout.read_format,
+		 (unsigned long long)fz.layout.regs_user,
+		 (unsigned long long)fz.layout.regs_intr);
+	/* The first words, and the last ones of a long record */
+	for (i = 0; i < h->size / 8 && len < sizeof(fz.bad_words) / 2; i++)
 		len += snprintf(fz.bad_words + len, sizeof(fz.bad_words) - len,
 				" %llx", (unsigned long long)w[i]);
+	if (i < h->size / 8) {
+		len += snprintf(fz.bad_words + len, sizeof(fz.bad_words) - len,
+				" ...");
+		for (i = i > h->size / 8 - 24 ? i : h->size / 8 - 24;
+		     i < h->size / 8 && len < sizeof(fz.bad_words) - 20; i++)
+			len += snprintf(fz.bad_words + len,
+					sizeof(fz.bad_words) - len, " %llx",
+					(unsigned long long)w[i]);
+	}
 }
 
 static void fz_layout_draw(struct fz_layout *l, uint64_t *r)
@@ -2142,6 +2158,10 @@ static const uint32_t fz_sizes[] = {
 	PERF_ATTR_SIZE_VER3, PERF_ATTR_SIZE_VER4, PERF_ATTR_SIZE_VER5,
 	PERF_ATTR_SIZE_VER6, PERF_ATTR_SIZE_VER7,
 };
+
+/* Where a field of perf_event_attr starts and ends */
+#define FZ_AT(f)	offsetof(struct perf_event_attr, f)
+#define FZ_END(f)	(FZ_AT(f) + sizeof(((struct perf_event_attr *)0)->f))
 
 struct fz_attr {
 	/* Room for a size beyond the kernel's struct */
@@ -2266,6 +2286,18 @@ static void fz_attr_draw(struct fz_attr *fa, const struct fz_layout *l,
 		fa->bytes[sizeof(*a) + fz_below(r, 8)] = 1;
 	} else if (size < 98) {
 		a->size = fz_below(r, sizeof(fa->bytes));
+		/*
+		 * A size that ends inside a register mask gives the event the
+		 * mask's low bytes (105: sample_regs_intr & 0xff), not its
+		 * iteration's layout, by which its samples are parsed: keep
+		 * such sizes off the masks.
+		 */
+		if (a->size > FZ_AT(sample_regs_user) &&
+		    a->size < FZ_END(sample_regs_user))
+			a->size = FZ_END(sample_regs_user);
+		if (a->size > FZ_AT(sample_regs_intr) &&
+		    a->size < FZ_END(sample_regs_intr))
+			a->size = FZ_END(sample_regs_intr);
 	} else {
 		a->size = 0;			/* means VER0 */
 	}
@@ -2336,6 +2368,12 @@ static int fz_open(struct fz_attr *fa)
 	fz.t_open += now() - t;
 	fz.opens++;
 	if (fd >= 0) {
+		uint64_t id;
+
+		/* For the log of a bad record: whose ids are this iteration's */
+		if (!ioctl(fd, PERF_EVENT_IOC_ID, &id) &&
+		    (!fz.iter_first_id || id < fz.iter_first_id))
+			fz.iter_first_id = id;
 		fz.accepted++;
 		fz.accepted_bido += !!(fa->attr.sample_type &
 				      PERF_SAMPLE_BUILD_ID_OFFSET);
@@ -2575,6 +2613,25 @@ static void fz_check_record(void *arg, const struct perf_event_header *h)
 		else
 			fz.bido_maps += ((const struct bido_rec_head *)h)->nr;
 		break;
+	case PERF_RECORD_CALLCHAIN_DEFERRED: {
+		const uint64_t *p = (const void *)(h + 1);
+		uint64_t k;
+
+		fz.deferred++;
+		if (h->size < sizeof(*h) + 16 + fz_id_size() ||
+		    (h->size - sizeof(*h) - 16 - fz_id_size()) / 8 != p[1] ||
+		    (h->size - sizeof(*h) - 16 - fz_id_size()) % 8) {
+			fz_bad("CALLCHAIN_DEFERRED size does not match nr", h);
+			return;
+		}
+		if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER)
+			fz_bad("CALLCHAIN_DEFERRED not PERF_RECORD_MISC_USER", h);
+		for (k = 0; k < p[1]; k++)
+			if (p[2 + k] >= USER_TOP)
+				fz_bad("CALLCHAIN_DEFERRED with a kernel address", h);
+		fz.deferred_ips += p[1];
+		break;
+	}
 	case PERF_RECORD_LOST:
 		if (h->size < sizeof(*h) + 16 + fz_id_size())
 			fz_bad("LOST record too short", h);
@@ -2988,8 +3045,11 @@ TEST(fuzz)
 	ASSERT_EQ(0, pthread_create(&helper, NULL, fz_helper, NULL));
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; i < fz.iters; i++)
+	for (i = 0; i < fz.iters; i++) {
+		fz.iter = i;
+		fz.iter_first_id = 0;
 		fz_iteration(i);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	__atomic_store_n(&fz.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(helper, NULL);
@@ -3007,11 +3067,13 @@ TEST(fuzz)
 		       (unsigned long long)fz.accepted,
 		       (unsigned long long)fz.accepted_bido,
 		       (unsigned long long)fz.accepted_defer, errs);
-	ksft_print_msg("fuzz: records: %llu samples (%llu with a cookie), %llu build-ID offset records with %llu maps, %llu others; lost %llu records, %llu samples; %llu bad, %llu more after an empty user stack dump\n",
+	ksft_print_msg("fuzz: records: %llu samples (%llu with a cookie), %llu build-ID offset records with %llu maps, %llu deferred callchains with %llu frames, %llu others; lost %llu records, %llu samples; %llu bad, %llu more after an empty user stack dump\n",
 		       (unsigned long long)fz.samples,
 		       (unsigned long long)fz.cookies,
 		       (unsigned long long)fz.bido_records,
 		       (unsigned long long)fz.bido_maps,
+		       (unsigned long long)fz.deferred,
+		       (unsigned long long)fz.deferred_ips,
 		       (unsigned long long)fz.other,
 		       (unsigned long long)fz.lost,
 		       (unsigned long long)fz.lost_samples,
