@@ -111,6 +111,8 @@ bench-tools: kernel
 	@mkdir -p $(BUILD)/obj/bench
 	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(KOBJ)/usr/include \
 		-o $(BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
+	@$(KCC) -O2 -Wall -isystem $(KOBJ)/usr/include \
+		-o $(BUILD)/obj/bench/build_id_offset_memory harness/bench/build_id_offset_memory.c -lpthread
 
 # Two boots: the cost sections in the instruction-count guest (one vCPU,
 # every guest clock counts retired instructions, the same from run to
@@ -118,7 +120,7 @@ bench-tools: kernel
 # load) in the usual TCG guest.  BENCH_ICOUNT and BENCH_TCG name the
 # sections of each; an empty one is not booted.
 BENCH_ICOUNT ?= startup,cost
-BENCH_TCG    ?= churn,topload
+BENCH_TCG    ?= churn,topload,memory
 BENCH_RUNS   := $(if $(BENCH_ICOUNT),bench-icount) $(if $(BENCH_TCG),bench)
 
 bench: build bench-tools

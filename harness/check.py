@@ -28,8 +28,10 @@ REPO = guest.REPO
 BUILD = guest.BUILD
 SRC = os.path.join(BUILD, "src", "linux")
 LISTS = sorted(glob.glob(os.path.join(REPO, "harness", "tests", "*.list")))
-# The lists the second guest runs (see main())
-SECOND_GUEST = [os.path.join(REPO, "harness", "tests", "40-perf-test-long.list")]
+# The lists the second guest runs (see main()): about as long as the rest
+SECOND_GUEST = [os.path.join(REPO, "harness", "tests", name)
+                for name in ("40-perf-test-long.list",
+                             "45-second-guest-selftests.list")]
 
 # Types that are not errors for an out-of-tree series: new files need no
 # MAINTAINERS entry until the series is posted.
@@ -112,7 +114,7 @@ def main():
     # Two guests at once, for hosts with cores to spare (on 2 cores they
     # slow each other about as much as they gain): the first runs every
     # list but SECOND_GUEST's, and its boot's KUnit suites; the second,
-    # the long perf tests of SECOND_GUEST.
+    # SECOND_GUEST's: the long perf tests and the longest selftest.
     second = [t for t in tests if t[0] in second_guest_names()]
     first = [t for t in tests if t not in second]
     runs = {}

@@ -10,19 +10,20 @@
  *   g+bido    and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
  *             sampling side and the deferred unwind, no record built
  *   g+bido+rx and defer_output: records built and written; samples may
- *             name the task's last record (the kernel's default)
- *   ...noreuse the same with debugfs perf_build_id_offset/reuse at 0:
- *             one record per kernel entry with samples
+ *             name the task's last record
+ *   defer     fp,defer (upstream's deferred callchains): the user frames
+ *             in PERF_RECORD_CALLCHAIN_DEFERRED, no sample bit
+ *   defer+bido+rx fp,defer with the sample bit (perf record
+ *             --buildid-offset -g): both records per kernel entry, from
+ *             one walk
  *
  * Two workloads: "warm" calls into one shared object, so the kernel's
  * build-ID cache hits; "cold" calls into NLIBS copies of it in turn, more
  * files than the cache holds, so records parse an ELF file each.
  *
  * Reports the child's CPU time (median of the repetitions, and the
- * spread), the overhead against "none", samples and records per run and,
- * when debugfs has perf_build_id_offset (timing switched on here), the
- * kernel's own split: ns per sample on the sampling side, us per record
- * on the deferred side, and parses per record.
+ * spread), the overhead against "none", and samples, records and lost
+ * records per run.
  *
  * The frames are about 16 deep (D_FRAMES of the program on top of the
  * usual start-up frames and the shared object's).  A second table gives
@@ -32,7 +33,7 @@
  * stack part and for the whole.
  *
  * -d prints, instead of the tables, one line for the overhead plot:
- * "DATA overhead FREQ_HZ G% BIDO% BIDO_NOREUSE%", warm workload only.
+ * "DATA overhead FREQ_HZ G% BIDO% DEFER_BIDO%", warm workload only.
  *
  * -i says that the guest counts instructions (harness/guest.py's icount
  * guest: one guest nanosecond per retired instruction), so CPU times are
@@ -44,6 +45,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -58,15 +60,24 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#define DBG		"/sys/kernel/debug/perf_build_id_offset/"
 #define RING_PAGES	512
 #define MAX_REPS	15
 
-enum mode { M_NONE, M_G, M_BIDO, M_RX_NOREUSE, M_RX, NR_MODES };
+#ifndef PERF_CONTEXT_USER_DEFERRED
+#define PERF_CONTEXT_USER_DEFERRED	((__u64)-640)
+#endif
+#ifndef PERF_RECORD_CALLCHAIN_DEFERRED
+#define PERF_RECORD_CALLCHAIN_DEFERRED	22
+#endif
+
+enum mode {
+	M_NONE, M_G, M_BIDO, M_RX, M_DEFER, M_DEFER_RX, NR_MODES
+};
 static const char * const mode_name[] = {
 	"none", "-g", "-g + sample bit, no receiver",
-	"-g + sample bit + defer_output, reuse off",
 	"-g + sample bit + defer_output",
+	"fp,defer (deferred callchains only)",
+	"fp,defer + sample bit + defer_output",
 };
 
 /* Program frames above the shared object's: about 16 user frames */
@@ -76,7 +87,7 @@ struct run {
 	double cpu;			/* child CPU seconds */
 	uint64_t samples, records, lost;
 	uint64_t sample_bytes, record_bytes, user_frames;
-	uint64_t k_samples, k_sample_ns, k_records, k_record_ns, k_parses;
+	uint64_t deferred, deferred_frames;	/* CALLCHAIN_DEFERRED records */
 };
 
 static unsigned long work = 400;	/* rounds of the workload */
@@ -138,39 +149,6 @@ static void child_work(int go, int out, int n)
 	_exit(0);
 }
 
-static int dbg_write(const char *file, const char *val)
-{
-	int fd = open(file, O_WRONLY), ret;
-
-	if (fd < 0)
-		return -1;
-	ret = write(fd, val, strlen(val)) < 0 ? -1 : 0;
-	close(fd);
-	return ret;
-}
-
-static void dbg_read(struct run *r)
-{
-	FILE *f = fopen(DBG "stats", "r");
-	char key[32];
-	unsigned long long v;
-
-	while (f && fscanf(f, "%31s %llu", key, &v) == 2) {
-		if (!strcmp(key, "samples"))
-			r->k_samples = v;
-		else if (!strcmp(key, "sample_ns"))
-			r->k_sample_ns = v;
-		else if (!strcmp(key, "records"))
-			r->k_records = v;
-		else if (!strcmp(key, "record_ns"))
-			r->k_record_ns = v;
-		else if (!strcmp(key, "parses"))
-			r->k_parses = v;
-	}
-	if (f)
-		fclose(f);
-}
-
 /* u64 @i of the record at @off, which may wrap around the ring */
 static uint64_t ring_u64(const char *data, uint64_t size, uint64_t off, int i)
 {
@@ -186,8 +164,15 @@ static uint64_t user_frames(const char *data, uint64_t size, uint64_t off)
 {
 	uint64_t nr = ring_u64(data, size, off, 3), i, n = 0;
 
-	for (i = 0; i < nr; i++)
-		n += ring_u64(data, size, off, 4 + i) < PERF_CONTEXT_MAX;
+	for (i = 0; i < nr; i++) {
+		uint64_t ip = ring_u64(data, size, off, 4 + i);
+
+		/* The cookie that follows is no frame */
+		if (ip == PERF_CONTEXT_USER_DEFERRED)
+			i++;
+		else
+			n += ip < PERF_CONTEXT_MAX;
+	}
 	return n;
 }
 
@@ -208,6 +193,11 @@ static void drain(struct perf_event_mmap_page *pg, uint64_t size,
 			r->user_frames += user_frames(data, size, tail);
 		} else if (h->type == PERF_RECORD_BUILD_ID_OFFSET) {
 			r->records++;
+			r->record_bytes += h->size;
+		} else if (h->type == PERF_RECORD_CALLCHAIN_DEFERRED) {
+			/* header, cookie, nr, ips[nr], sample_id */
+			r->deferred++;
+			r->deferred_frames += ring_u64(data, size, tail, 1);
 			r->record_bytes += h->size;
 		}
 		else if (h->type == PERF_RECORD_LOST)
@@ -243,9 +233,10 @@ static int one_run(enum mode mode, int n, struct run *r)
 				   PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 		attr.exclude_callchain_kernel = 1;
 		attr.sample_id_all = 1;
-		if (mode >= M_BIDO)
+		if (mode >= M_BIDO && mode != M_DEFER)
 			attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET;
-		attr.defer_output = mode >= M_RX_NOREUSE;
+		attr.defer_output = mode >= M_RX;
+		attr.defer_callchain = mode >= M_DEFER;
 		fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1,
 			     PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
@@ -260,8 +251,6 @@ static int one_run(enum mode mode, int n, struct run *r)
 		if (pg == MAP_FAILED)
 			return -1;
 	}
-	dbg_write(DBG "stats", "0");
-	dbg_write(DBG "reuse", mode == M_RX_NOREUSE ? "0" : "1");
 	if (write(go[1], "g", 1) != 1)
 		return -1;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -274,7 +263,6 @@ static int one_run(enum mode mode, int n, struct run *r)
 		munmap(pg, size + page);
 		close(fd);
 	}
-	dbg_read(r);
 	if (read(out[0], &r->cpu, sizeof(r->cpu)) != sizeof(r->cpu))
 		r->cpu = 0;
 	close(go[0]);
@@ -369,7 +357,7 @@ int main(int argc, char **argv)
 	};
 	struct run runs[NR_MODES][MAX_REPS], bytes[2][NR_MODES];
 	double cpu[MAX_REPS], med[NR_MODES];
-	int opt, l, m, timed, data_only = 0;
+	int opt, l, m, data_only = 0;
 
 	while ((opt = getopt(argc, argv, "dir:n:p:k:")) != -1) {
 		switch (opt) {
@@ -401,7 +389,6 @@ int main(int argc, char **argv)
 		nr_libs = 1;
 	if (load_libs(argv[optind], nr_libs))
 		return 1;
-	timed = !dbg_write(DBG "timing", "1");
 
 	if (data_only) {
 		if (run_modes(1, runs))
@@ -411,15 +398,14 @@ int main(int argc, char **argv)
 		printf("DATA overhead %.0f %.1f %.1f %.1f\n", 1e9 / period,
 		       100 * (med[M_G] / med[M_NONE] - 1),
 		       100 * (med[M_RX] / med[M_NONE] - 1),
-		       100 * (med[M_RX_NOREUSE] / med[M_NONE] - 1));
-		dbg_write(DBG "reuse", "1");
+		       100 * (med[M_DEFER_RX] / med[M_NONE] - 1));
 		return 0;
 	}
 
-	printf("| workload | mode | %s (median of %d) | spread | overhead | %s/sample over none | samples | records | lost | ns/sample (kernel) | us/record (kernel) | parses/record |\n",
+	printf("| workload | mode | %s (median of %d) | spread | overhead | %s/sample over none | samples | records | lost |\n",
 	       icount ? "M instructions" : "CPU s", reps,
 	       icount ? "instructions" : "ns");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("|---|---|---|---|---|---|---|---|---|\n");
 	for (l = 0; l < 2; l++) {
 		int n = loads[l].n ? loads[l].n : nr_libs;
 
@@ -440,31 +426,23 @@ int main(int argc, char **argv)
 				       r->samples);
 			else
 				printf(" - |");
-			printf(" %llu | %llu | %llu |",
+			printf(" %llu | %llu | %llu |\n",
 			       (unsigned long long)r->samples,
-			       (unsigned long long)r->records,
+			       (unsigned long long)(r->records + r->deferred),
 			       (unsigned long long)r->lost);
-			if (timed && m >= M_BIDO && r->k_samples)
-				printf(" %.0f |", (double)r->k_sample_ns /
-				       r->k_samples);
-			else
-				printf(" - |");
-			if (timed && m >= M_RX_NOREUSE && r->k_records)
-				printf(" %.1f | %.2f |\n",
-				       r->k_record_ns / 1e3 / r->k_records,
-				       (double)r->k_parses / r->k_records);
-			else
-				printf(" - | - |\n");
 		}
-		printf("| %s | whole feature against -g (goal at most 1.5) | %.2f (reuse off: %.2f) | | | | | | | | | |\n",
+		printf("| %s | whole feature against -g (goal at most 1.5) | %.2f | | | | | | |\n",
 		       loads[l].name,
-		       (med[M_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]),
-		       (med[M_RX_NOREUSE] - med[M_NONE]) /
-		       (med[M_G] - med[M_NONE]));
-		printf("| %s | sampling side against -g (goal at most +5%%) | %+.1f%% | | | | | | | | | |\n",
+		       (med[M_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]));
+		printf("| %s | sampling side against -g (goal at most +5%%) | %+.1f%% | | | | | | |\n",
 		       loads[l].name,
 		       100 * ((med[M_BIDO] - med[M_NONE]) /
 			      (med[M_G] - med[M_NONE]) - 1));
+		printf("| %s | fp,defer + sample bit against -g; against fp,defer alone | %.2f; %.2f | | | | | | |\n",
+		       loads[l].name,
+		       (med[M_DEFER_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]),
+		       (med[M_DEFER_RX] - med[M_NONE]) /
+		       (med[M_DEFER] - med[M_NONE]));
 	}
 
 	printf("\nBytes per sample in the ring buffer (the median run of each mode; inline: the same samples with each user frame as a 32-byte build-ID + offset entry, as BPF build-ID stacks have them, instead of an 8-byte address and a cookie):\n\n");
@@ -474,13 +452,19 @@ int main(int argc, char **argv)
 		for (m = M_G; m < NR_MODES; m++) {
 			const struct run *r = &bytes[l][m];
 			double ns = r->samples ? r->samples : 1;
-			double fr = r->user_frames / ns;
-			double cookie = m >= M_BIDO ? 8 : 0;
+			bool defer = m >= M_DEFER;
+			/* Deferred: the frames of a sample are its entry's */
+			double fr = defer ? (double)r->deferred_frames /
+					    (r->deferred ? r->deferred : 1) :
+				    r->user_frames / ns;
+			/* The sample's user part: its frames, or marker + cookie */
+			double own = defer ? 16 : 8 * fr;
+			double cookie = m >= M_BIDO && m != M_DEFER ? 8 : 0;
 			double rec = r->record_bytes / ns;
 			double tot = r->sample_bytes / ns + rec;
-			double stack = 8 * fr + cookie + rec;
+			double stack = own + cookie + rec;
 			double inl = 32 * fr;
-			double inl_tot = r->sample_bytes / ns - 8 * fr - cookie + inl;
+			double inl_tot = r->sample_bytes / ns - own - cookie + inl;
 
 			if (m == M_BIDO)
 				continue;
@@ -491,11 +475,6 @@ int main(int argc, char **argv)
 			       100 * stack / inl, 100 * tot / inl_tot);
 		}
 	}
-	if (timed)
-		dbg_write(DBG "timing", "0");
-	dbg_write(DBG "reuse", "1");
-	if (!timed)
-		printf("\n(no %s: the kernel's split is not shown)\n", DBG);
 	return 0;
 usage:
 	fprintf(stderr, "usage: build_id_offset_cost [-d] [-r REPS] [-n WORK] [-p PERIOD_NS] [-k NLIBS] LIB.so\n");

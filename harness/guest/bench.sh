@@ -5,12 +5,13 @@
 # copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
 # BENCH_PERIOD change the defaults: `make bench
 # GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
-# init's environment).  BENCH_ONLY=startup,cost,churn,topload runs only the
+# init's environment).  BENCH_ONLY=startup,cost,churn,topload,memory runs only the
 # sections named; BENCH_CHURN_SECS (default 30), BENCH_CHURN_FREQ
 # (default 4000) and BENCH_CHURN_SPIN_MS (default 20: TCG runs the
 # workload's exec and dlopen() 10-50 times slower than hardware, spins
 # of a few ms would get few samples) set the churn section's run;
-# BENCH_TOP_SECS (default 15) the length of each perf top run under load.
+# BENCH_TOP_SECS (default 15) the length of each perf top run under load;
+# BENCH_MEM_THREADS (default 10000) the threads of the memory section.
 # BENCH_POP_SPIN (default 5000; 0: idle) the rounds of work each task of
 # the start-up population runs once a second.
 # BENCH_ICOUNT=1 says that this is the instruction-count guest
@@ -27,8 +28,6 @@ reps=${BENCH_REPS:-3}
 pop_spin=${BENCH_POP_SPIN:-5000}
 w=/tmp/bench
 mkdir -p "$w"
-# The kernel's own split of the cost (perf_build_id_offset/stats)
-mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug || true
 cd "$w"
 : >data.txt
 
@@ -364,7 +363,7 @@ echo "## Overhead against the sampling frequency"
 echo
 echo "The warm workload of build_id_offset_cost, median of ${BENCH_REPS:-5} runs per point (plot: overhead.png)."
 echo
-echo "| samples/s | -g | -g --buildid-offset | reuse off |"
+echo "| samples/s | -g | -g --buildid-offset | --call-graph fp,defer --buildid-offset |"
 echo "|---|---|---|---|"
 for p in ${BENCH_PERIODS:-1000000 400000 200000 100000 50000}; do
 	./build_id_offset_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbido_dl.so | tee -a data.txt |
@@ -395,6 +394,13 @@ fi
 # topload
 if want topload; then
 topload_section
+fi
+# memory: kernel memory per sampled thread (slab counters)
+if want memory; then
+echo "## Kernel memory per sampled thread (build_id_offset_memory)"
+echo
+"$harness_build"/obj/bench/build_id_offset_memory -t "${BENCH_MEM_THREADS:-10000}"
+echo
 fi
 echo "===== END bench"
 cat data.txt

@@ -25,19 +25,23 @@ dbg=/sys/kernel/debug
 w=/tmp/stress
 mkdir -p "$w" && cd "$w" || exit 1
 mountpoint -q $dbg || mount -t debugfs none $dbg
-
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' $dbg/perf_build_id_offset/stats; }
+mountpoint -q /sys/kernel/tracing || mount -t tracefs none /sys/kernel/tracing
 
 case $part in
 perf)
 	command -v stress-ng >/dev/null || { echo "SKIP: no stress-ng"; exit 4; }
-	echo 0 >$dbg/perf_build_id_offset/stats
+	# The kernel's records while perf record runs: all, those some
+	# receiver got, those one had no room for (the tracepoint
+	# perf_build_id_offset:perf_bido_record, counted by perf stat)
+	tp=perf_build_id_offset:perf_bido_record
 	# One stressor of each kind per CPU; short-lived children
 	stress-ng --fork 1 --exec 1 --mmap 1 --mmap-bytes 16M --mremap 1 \
 		--mremap-bytes 16M --timeout "${secs}s" --metrics-brief \
 		>stress-ng.out 2>&1 &
 	sng=$!
-	perf record -q -a -g -e cpu-clock -F 2000 --buildid-offset \
+	perf stat -a -x, -o counts.csv -e $tp -e $tp --filter 'written > 0' \
+		-e $tp --filter 'no_room > 0' -- \
+		perf record -q -a -g -e cpu-clock -F 2000 --buildid-offset \
 		--synth=no -o s.data -- sleep "$secs" 2>perf.err
 	rc=$?
 	wait $sng
@@ -47,7 +51,9 @@ perf)
 	# stress-ng exits 2 when a stressor failed, 3 when one ran out of
 	# resources; neither is ours to judge, both are printed
 	echo "stress-ng exit status $sng_rc"
-	built=$(stat_of records) written=$(stat_of written) no_room=$(stat_of no_room)
+	grep -v '^#' counts.csv
+	# The three counts, in the order of the -e options
+	read -r built written no_room <<<"$(awk -F, '$3 ~ /perf_bido_record/ { printf "%s ", $1 }' counts.csv)"
 	perf report -i s.data --stats >stats.txt 2>&1
 	grep -E 'SAMPLE|BUILD_ID_OFFSET|LOST|unjoined' stats.txt
 	in_file=$(awk '/BUILD_ID_OFFSET events:/ { print $3; exit }' stats.txt)
@@ -59,7 +65,7 @@ perf)
 		awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost") n += $(i + 1) } END { print n + 0 }')
 	samples=$(awk '/^ *SAMPLE events:/ { print $3; exit }' stats.txt)
 	unjoined=$(awk '/BUILD_ID_OFFSET unjoined samples:/ { print $4; exit }' stats.txt)
-	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data; the kernel built $built, wrote $written, found no room for $no_room (stats: $(tr '\n' ' ' <$dbg/perf_build_id_offset/stats)); ${lost:-0} LOST records for $lost_n lost events; ${unjoined:-0} samples without their record"
+	echo "stress perf: $secs s, ${samples:-0} samples, ${in_file:-0} records in perf.data; the kernel built $built records, wrote $written, found no room for $no_room (perf stat of the tracepoint); ${lost:-0} LOST records for $lost_n lost events; ${unjoined:-0} samples without their record"
 	in_file=${in_file:-0} lost_n=${lost_n:-0}
 	if [ "$in_file" != "$written" ] || [ "$no_room" -gt "$lost_n" ]; then
 		echo "stress perf: records written ($written) not all in perf.data ($in_file), or more without room ($no_room) than counted lost ($lost_n)"

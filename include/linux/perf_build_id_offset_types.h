@@ -5,28 +5,50 @@
 #include <linux/types.h>
 
 struct perf_bido_stash;
+struct perf_bido_table;
+
+/* How many sessions one kernel entry's records go to by name */
+#define PERF_BIDO_SESSIONS	4
 
 /**
  * struct perf_bido_task - per-task state of PERF_SAMPLE_BUILD_ID_OFFSET
  * @cookie:	deferred unwind cookie of the last sample that asked for a
- *		record; written in sampling context (NMI included) on
- *		current only
+ *		record (build-ID offset or deferred callchain); written in
+ *		sampling context (NMI included) on current only
  * @exec_id:	self_exec_id of the task at the first such sample of the
- *		kernel entry named by @cookie
+ *		kernel entry named by @cookie; U64_MAX once a sample of
+ *		that entry came in the middle of an exec
  * @entry_ip:	user IP of the task at that sample, where the entry left
  *		user space
  * @entry_seq:	mm->mm_lock_seq of the task at that sample
+ * @stack_bytes: the most user stack a sample of that entry dumped
+ *		(PERF_SAMPLE_STACK_USER): the record covers the code
+ *		addresses stored there, where a DWARF unwinder finds frames
+ * @sessions:	the sessions (see perf_bido_session()) whose events asked
+ *		for records in the entry named by @cookie: its records go
+ *		to their receivers only
+ * @sessions_over: more sessions asked than @sessions holds: the records
+ *		go to every receiver
+ * @closed:	cookie whose records are being or have been written: a
+ *		session that asks now gets no cookie
+ * @closed_ip:	user IP of the task when @closed was set
+ * @reusable:	cookie of an entry sampled by an event without
+ *		defer_callchain, whose later samples may name its record
  * @done:	cookie whose record has been built: later samples of that
  *		entry add nothing to @stash
  * @missed:	cookie of an entry in which a sample had addresses to keep
  *		but no @stash to keep them in
  * @stash:	user addresses of the current kernel entry that only the
- *		samples saw (branch stacks, precise IPs), and the task's last
- *		record for reuse; allocated in task context when first
- *		needed, freed when the task exits, execs a set-uid program,
- *		or runs @trim once no receiving event is left
- * @trim:	task_work that frees @stash and the unwind cache
+ *		samples saw (branch stacks, precise IPs); allocated in task
+ *		context after a sample found none (@missed)
+ * @table:	the maps of the task's last record, for reuse; allocated
+ *		in task context at its first record.  Both are freed when
+ *		the task exits, execs a set-uid program, or runs @trim once
+ *		no receiving event is left
+ * @trim:	task_work that frees this state and the unwind cache
  * @trim_queued: @trim is on the task's task_work list
+ * @rcu:	frees this state after a grace period (the sweep reads it
+ *		under RCU)
  *
  * Only the task itself and the interrupts and NMIs that sample it, on its
  * own CPU, touch this, so nothing here needs a lock; the one exception is
@@ -37,11 +59,19 @@ struct perf_bido_task {
 	u64			exec_id;
 	unsigned long		entry_ip;
 	unsigned int		entry_seq;
+	u32			stack_bytes;
+	const void		*sessions[PERF_BIDO_SESSIONS];
+	unsigned long		sessions_over;
+	u64			closed;
+	unsigned long		closed_ip;
+	u64			reusable;
 	u64			done;
 	u64			missed;
 	struct perf_bido_stash	*stash;
+	struct perf_bido_table	*table;
 	struct callback_head	trim;
 	unsigned long		trim_queued;
+	struct rcu_head		rcu;
 };
 
 #endif /* _LINUX_PERF_BUILD_ID_OFFSET_TYPES_H */

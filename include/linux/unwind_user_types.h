@@ -34,8 +34,6 @@ struct unwind_user_frame {
  * @sp:		stack pointer of the current frame
  * @fp:		frame pointer of the current frame
  * @ws:		size of a user stack word: 8, or 4 for a 32-bit task
- * @topmost:	the current frame is the innermost one, where the task was
- *		interrupted: it may be in a prologue
  * @done:	the walk has ended; the fields above are the last frame
  */
 struct unwind_user_state {
@@ -43,7 +41,6 @@ struct unwind_user_state {
 	unsigned long	sp;
 	unsigned long	fp;
 	unsigned int	ws;
-	bool		topmost;
 	bool		done;
 };
 

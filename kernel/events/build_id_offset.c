@@ -24,104 +24,70 @@
  *   result goes out as one PERF_RECORD_BUILD_ID_OFFSET, which user space
  *   joins to the samples by cookie and tid.
  *
+ * Routing: a record goes to the sessions whose events sampled the task
+ * in that kernel entry, and to no other.  A session is the process that
+ * opened the events (perf_bido_session()); each sample notes its own in
+ * the task's state (perf_bido_note_entry()), and the callback writes to
+ * the defer_output events of those sessions among the events of the
+ * task's context and the side-band events of the CPU it runs on.  A
+ * per-CPU daemon and a per-task perf record on the same task each get
+ * the records their own samples name.  Deferred callchains
+ * (callchain_deferred.c) go the same way.
+ *
  * Lifetimes: no event is referenced between the sample and the record.
  * The work is per task and belongs to one unwind_work registered for good
  * at boot; the callback finds its receivers afresh, under RCU, with
- * perf_iterate_sb(): the defer_output events of the task's context and
- * the side-band events of the CPU it runs on.  An event closed or unmapped
- * in between is simply not found, so there is nothing to pin, to cancel
- * or to wait for.  The per-task state (task_struct::perf_bido) is touched
- * only by the task and by interrupts on its own CPU while it runs.
+ * perf_iterate_sb().  An event closed or unmapped in between is simply
+ * not found, so there is nothing to pin, to cancel or to wait for.  The
+ * per-task state (task_struct::perf_bido) is touched only by the task
+ * and by interrupts on its own CPU while it runs.
  *
- * Build-IDs are cached by file identity and version so that the steady
- * state costs a lookup, not an ELF parse; see perf_bido_key_init() for when
- * an entry stops matching.
+ * Build-IDs come from the page cache only (perf_bido_build_id()): the
+ * task never waits for a file system on its way back to user space.  A
+ * record made while the task's mappings are as they were for its last
+ * record takes the build-IDs of the mappings both have from that record,
+ * instead of parsing the files again.  There is no cache shared between
+ * tasks, so no lock that CPUs share and nothing that must learn of
+ * unmounts.
  *
  * Most samples need no record of their own: a task keeps the maps of its
  * last record, and a later sample whose user addresses they all cover
- * while the address space has not changed names that record instead of
- * asking for deferred work (perf_bido_reuse()).  That keeps the steady
- * state close to the cost of the sample alone.
+ * names that record instead of asking for deferred work, while the
+ * task's address space has not changed and only for sessions that got
+ * the record (perf_bido_reuse()).  Nothing system-wide and no clock is
+ * involved.  That keeps the steady state close to the cost of the sample
+ * alone.
  */
 
 #include <linux/atomic.h>
 #include <linux/buildid.h>
 #include <linux/dcache.h>
-#include <linux/debugfs.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/hash.h>
-#include <linux/iversion.h>
-#include <linux/log2.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/percpu.h>
-#include <linux/perf_build_id_offset.h>
 #include <linux/perf_event.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
-#include <linux/sched/clock.h>
 #include <linux/secretmem.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/spinlock.h>
-#include <linux/static_key.h>
 #include <linux/task_work.h>
-#include <linux/timekeeping.h>
 #include <linux/unwind_deferred.h>
+#include <linux/unwind_user.h>
 #include <linux/workqueue.h>
 #include <kunit/visibility.h>
 
 #include "internal.h"
 #include "build_id_offset.h"
 
-/*
- * Counters, per CPU, summed in debugfs perf_build_id_offset/stats for
- * profilers and benchmarks.  The sampling side adds from NMI: this_cpu
- * operations are single instructions on the architectures that have the
- * feature (x86).  Timing costs two local_clock() calls on each side and
- * is off until perf_build_id_offset/timing is set to 1.
- */
-struct perf_bido_stats {
-	u64	samples;	/* samples given a cookie */
-	u64	sample_ns;	/* in perf_bido_prepare_sample(), when timed */
-	u64	records;	/* records built, each written to every receiver */
-	u64	record_ns;	/* in the unwind callback, when timed */
-	u64	maps;		/* maps[] entries of those records */
-	u64	cache_hits;	/* build-IDs found in the cache */
-	u64	parses;		/* build-IDs read from the file */
-	u64	truncated;	/* records with PERF_BUILD_ID_OFFSET_F_TRUNCATED */
-	u64	mm_changed;	/* records with PERF_BUILD_ID_OFFSET_F_MM_CHANGED */
-	u64	maps_changed;	/* records with PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED */
-	u64	reused;		/* samples that named an earlier record */
-	u64	written;	/* copies of records written to a ring buffer */
-	u64	no_room;	/* copies that did not fit (counted lost there) */
-	u64	late;		/* samples after a record of other registers */
-};
-
-static DEFINE_PER_CPU(struct perf_bido_stats, perf_bido_stats);
-
-/* Stashes allocated and not yet freed, for debugfs */
-static atomic_long_t perf_bido_nr_stashes;
-static DEFINE_STATIC_KEY_FALSE(perf_bido_timed);
-
-#define perf_bido_count(field, n)	this_cpu_add(perf_bido_stats.field, (n))
-
-static u64 perf_bido_clock(void)
-{
-	return static_branch_unlikely(&perf_bido_timed) ? local_clock() : 0;
-}
-
-#define perf_bido_count_time(field, start) do {				\
-	u64 __start = (start);						\
-									\
-	if (__start)							\
-		this_cpu_add(perf_bido_stats.field, local_clock() - __start); \
-} while (0)
+#define CREATE_TRACE_POINTS
+#include <trace/events/perf_build_id_offset.h>
 
 static_assert(sizeof(struct perf_bido_map) == 48);
 static_assert(sizeof(struct perf_bido_record) == 32);
@@ -130,50 +96,6 @@ static_assert(PERF_BIDO_MAX_MAPS * sizeof(struct perf_bido_map) +
 
 /* The one user of deferred unwinding for all perf events */
 static struct unwind_work perf_bido_unwind_work;
-
-/*
- * Reuse of a task's last record by its later samples: on unless debugfs
- * perf_build_id_offset/reuse is set to 0 (to measure what it saves).
- */
-static DEFINE_STATIC_KEY_TRUE(perf_bido_reuse_on);
-
-/* Moves when a receiver starts: it has not seen the records before */
-static atomic_long_t perf_bido_gen;
-
-/*
- * How long a table is reused before its VMAs are looked up and its
- * build-IDs checked again, however quiet the address space: bounds how
- * long a file rewritten in place under a live mapping keeps its old
- * build-ID, and how long a receiver that attached its buffer late sees
- * samples naming a record it did not get.
- */
-#define PERF_BIDO_REUSE_NS	(20 * NSEC_PER_MSEC)
-
-/**
- * perf_bido_receivers_changed - a defer_output event was created or enabled
- *
- * Records written before did not reach it, so no sample may name them
- * from now on.
- *
- * Context: any.
- */
-void perf_bido_receivers_changed(void)
-{
-	atomic_long_inc(&perf_bido_gen);
-}
-
-/*
- * The perf_event cgroup of current: receivers that filter by cgroup see a
- * record only while the task is in theirs.  Compared, never dereferenced.
- */
-static const void *perf_bido_cgroup(void)
-{
-#ifdef CONFIG_CGROUP_PERF
-	return task_css_check(current, perf_event_cgrp_id, true);
-#else
-	return NULL;
-#endif
-}
 
 /*
  * mm->mm_lock_seq moves whenever mmap_lock is taken for writing, which
@@ -188,6 +110,298 @@ static bool perf_bido_mm_seq(struct mm_struct *mm, unsigned int *seq)
 #else
 	return false;
 #endif
+}
+
+/*
+ * Per-task state (struct perf_bido_task) exists only for the tasks that
+ * are sampled while a receiving event exists.  The first sample of a task
+ * may come in NMI, where nothing can be allocated: each CPU keeps a few
+ * spares, one of which that sample takes (xchg()) and hangs off the task.
+ * Spares are made when a receiving event is created and whenever a
+ * deferred callback runs on a CPU that lacks some; a sample that finds
+ * none gets cookie 0, as one of an exiting task does.  More than one, as
+ * a CPU can run several new tasks (a fork storm) before the callback of
+ * the first refills it.  Freed at exit, and by every task once the last
+ * receiving event is gone (perf_bido_trim()).
+ */
+#define PERF_BIDO_SPARES	4
+
+struct perf_bido_spares {
+	struct perf_bido_task	*bt[PERF_BIDO_SPARES];
+};
+
+static DEFINE_PER_CPU(struct perf_bido_spares, perf_bido_spare);
+
+static struct perf_bido_task *perf_bido_task_alloc(void)
+{
+	struct perf_bido_task *bt = kzalloc(sizeof(*bt), GFP_KERNEL);
+
+	if (bt)
+		trace_perf_bido_state_alloc(bt, false);
+	return bt;
+}
+
+static void perf_bido_task_free(struct perf_bido_task *bt)
+{
+	trace_perf_bido_state_free(bt, false);
+	/* The sweep may be looking at it, under RCU */
+	kfree_rcu(bt, rcu);
+}
+
+/* Fill the empty spare slots of @cpu.  Context: task context. */
+static void perf_bido_refill_cpu(int cpu)
+{
+	struct perf_bido_spares *spares = per_cpu_ptr(&perf_bido_spare, cpu);
+	struct perf_bido_task *bt;
+	unsigned int i;
+
+	for (i = 0; i < PERF_BIDO_SPARES; i++) {
+		if (READ_ONCE(spares->bt[i]))
+			continue;
+		bt = perf_bido_task_alloc();
+		if (!bt)
+			return;
+		if (cmpxchg(&spares->bt[i], NULL, bt))
+			perf_bido_task_free(bt);
+	}
+}
+
+/* While there are receivers: after the last one, the sweep frees spares */
+static void perf_bido_refill(void)
+{
+	if (atomic_read(&nr_defer_output_events))
+		perf_bido_refill_cpu(raw_smp_processor_id());
+}
+
+/* Samples of this CPU in perf_bido_task_get(), nested ones included */
+static DEFINE_PER_CPU(unsigned int, perf_bido_taking);
+
+/*
+ * The per-task state of current, made from one of this CPU's spares if it
+ * has none yet; NULL if the spares are gone too.  Only current and its
+ * own interrupts install it.  A sample that interrupts another one here
+ * takes none: the interrupted one would then overwrite and lose it.
+ *
+ * Context: any, NMI included; not preemptible.
+ */
+static struct perf_bido_task *perf_bido_task_get(void)
+{
+	struct perf_bido_task *bt = READ_ONCE(current->perf_bido);
+	struct perf_bido_spares *spares;
+	unsigned int i;
+
+	if (likely(bt))
+		return bt;
+	if (this_cpu_inc_return(perf_bido_taking) == 1) {
+		spares = this_cpu_ptr(&perf_bido_spare);
+		for (i = 0; !bt && i < PERF_BIDO_SPARES; i++)
+			bt = xchg(&spares->bt[i], NULL);
+		if (bt)
+			WRITE_ONCE(current->perf_bido, bt);
+	}
+	this_cpu_dec(perf_bido_taking);
+	return bt;
+}
+
+/**
+ * perf_bido_session - the session an event belongs to
+ * @event: a sampling or receiving event
+ *
+ * The process that opened it, or its parent for an inherited copy:
+ * perf_event_open() sets the owner, which stays until the event is
+ * released or the owner exits.  Events opened by the kernel have a
+ * tombstone for owner, which stands for them all.  Compared, never
+ * dereferenced by the callers.
+ *
+ * Context: any, NMI included.  The owner is freed only after an RCU grace
+ * period once it has left the events (perf_event_exit_task()), which
+ * cannot pass while the caller runs with interrupts off or under RCU.
+ */
+static const void *perf_bido_session(struct perf_event *event)
+{
+	struct task_struct *owner = READ_ONCE((event->parent ?: event)->owner);
+
+	if (IS_ERR_OR_NULL(owner))
+		return owner;
+	return READ_ONCE(owner->signal);
+}
+
+/* Is @id one of the sessions of @ids? */
+static bool perf_bido_has_session(const void *const *ids, const void *id)
+{
+	unsigned int i;
+
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		if (READ_ONCE(ids[i]) == id)
+			return true;
+	return false;
+}
+
+/**
+ * perf_bido_note_entry - note a sample that asked for the records of an entry
+ * @event: the sampling event
+ * @cookie: the cookie of the current kernel entry
+ *
+ * The first sample of an entry notes which program ran, so that the
+ * deferred work can tell whether an exec came in between, how far the
+ * address space's changes had got (odd while one is under way), and
+ * where the entry left user space.  Every sample adds its session to
+ * those the entry's records go to.  A nested sample of the same entry
+ * writes the same values, or a later count, which can only hide a change
+ * the first sample saw begin.
+ *
+ * Context: any, NMI included; current is the sampled task.
+ *
+ * Return: false when the sample must not carry @cookie: current has no
+ * per-task state and none could be had here, or the entry's records are
+ * out already and either did not go to this session or were built from
+ * other user registers (a signal frame was set up since).
+ */
+bool perf_bido_note_entry(struct perf_event *event, u64 cookie)
+{
+	struct perf_bido_task *bt = perf_bido_task_get();
+	const void *id = perf_bido_session(event);
+	unsigned int i;
+
+	/* Nowhere to note it: no record will be written for this sample */
+	if (!bt)
+		return false;
+
+	if (READ_ONCE(bt->cookie) != cookie) {
+		unsigned int seq = 0;
+
+		perf_bido_mm_seq(current->mm, &seq);
+		for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+			WRITE_ONCE(bt->sessions[i], NULL);
+		WRITE_ONCE(bt->sessions_over, 0);
+		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
+		WRITE_ONCE(bt->entry_ip,
+			   instruction_pointer(task_pt_regs(current)));
+		WRITE_ONCE(bt->entry_seq, seq);
+		WRITE_ONCE(bt->stack_bytes, 0);
+		barrier();
+		WRITE_ONCE(bt->cookie, cookie);
+	}
+
+	/*
+	 * Between the switch to the new mm and start_thread(), the user
+	 * registers are the old program's and the mm the new one's: nothing
+	 * of this entry can be looked up.
+	 */
+	if (current->in_execve)
+		WRITE_ONCE(bt->exec_id, U64_MAX);
+
+	if (READ_ONCE(bt->closed) == cookie)
+		return READ_ONCE(bt->closed_ip) ==
+		       instruction_pointer(task_pt_regs(current)) &&
+		       (READ_ONCE(bt->sessions_over) ||
+			perf_bido_has_session(bt->sessions, id));
+
+	/*
+	 * An event whose opener has exited (its file passed to another
+	 * process) has no session left: every receiver gets the records.
+	 */
+	if (!id) {
+		WRITE_ONCE(bt->sessions_over, 1);
+		return true;
+	}
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++) {
+		const void *old = READ_ONCE(bt->sessions[i]);
+
+		/* Nested samples of current only: a local cmpxchg will do */
+		if (!old)
+			old = cmpxchg_local(&bt->sessions[i], NULL, id);
+		if (!old || old == id)
+			return true;
+	}
+	WRITE_ONCE(bt->sessions_over, 1);
+	return true;
+}
+
+/**
+ * perf_bido_close_entry - the sessions the records of an entry go to
+ * @cookie: the entry
+ * @to: receives the sessions
+ *
+ * From the first deferred callback of the entry on, no other session is
+ * added (perf_bido_note_entry() refuses them), so every callback of the
+ * entry writes to the same sessions.  An entry that was not noted (no
+ * per-task state to note it in) has no session: its samples carry no
+ * cookie.  Also gives this CPU a spare per-task state if it has none.
+ *
+ * Context: current, in task context, in a deferred unwind callback.
+ *
+ * Return: true when the task exec()ed since the entry's first sample (or
+ * one of its samples came in the middle of an exec): the user addresses
+ * the samples saw mean nothing in the task's mm now.
+ */
+bool perf_bido_close_entry(u64 cookie, struct perf_bido_sessions *to)
+{
+	struct perf_bido_task *bt = READ_ONCE(current->perf_bido);
+	unsigned int i;
+
+	memset(to, 0, sizeof(*to));
+	perf_bido_refill();
+	/*
+	 * No state yet (the entry's samples found no spare): make one all
+	 * the same, so that the entry can be closed.  A sample that comes
+	 * later in this entry would otherwise note it afresh and carry its
+	 * cookie, with no callback left to write its record.
+	 */
+	if (!bt && atomic_read(&nr_defer_output_events)) {
+		bt = perf_bido_task_alloc();
+		/* An interrupt of ours may have installed one meanwhile */
+		if (bt && cmpxchg(&current->perf_bido, NULL, bt)) {
+			perf_bido_task_free(bt);
+			bt = READ_ONCE(current->perf_bido);
+		}
+	}
+	/*
+	 * Nobody to write to: and no sample gets a cookie either, so there
+	 * is no entry to close (a task trimmed after the last receiver went
+	 * must not get its state back here)
+	 */
+	if (!bt)
+		return false;
+	if (READ_ONCE(bt->closed) != cookie) {
+		WRITE_ONCE(bt->closed_ip,
+			   instruction_pointer(task_pt_regs(current)));
+		barrier();
+		WRITE_ONCE(bt->closed, cookie);
+		/* Pairs with the READ_ONCE()s of perf_bido_note_entry(), on this CPU */
+		barrier();
+	}
+	/* Not noted: no sample carries the cookie, nobody to write to */
+	if (READ_ONCE(bt->cookie) != cookie)
+		return false;
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		to->id[i] = READ_ONCE(bt->sessions[i]);
+	to->all = READ_ONCE(bt->sessions_over);
+	return READ_ONCE(bt->exec_id) != current->self_exec_id;
+}
+
+/**
+ * perf_bido_receiver - is @event a receiver of the records in @to?
+ * @to: where the records of an entry go
+ * @event: an event of perf_iterate_sb()
+ *
+ * Return: -1 if not; else the index of its session in @to->id, or
+ * PERF_BIDO_SESSIONS for a receiver that gets the records through
+ * @to->all only.
+ */
+int perf_bido_receiver(const struct perf_bido_sessions *to,
+		       struct perf_event *event)
+{
+	const void *id;
+	unsigned int i;
+
+	if (!event->attr.defer_output)
+		return -1;
+	id = perf_bido_session(event);
+	for (i = 0; id && i < PERF_BIDO_SESSIONS; i++)
+		if (to->id[i] == id)
+			return i;
+	return to->all ? PERF_BIDO_SESSIONS : -1;
 }
 
 /* ---- Sampling side: any context, NMI included ---- */
@@ -300,41 +514,39 @@ static bool perf_bido_covers_branches(const struct perf_bido_table *tab,
 }
 
 /*
- * Does @tab still describe current as the table was made: same address
- * space and program, no receiver started since (@gen), not expired?  Not
- * checked here: mm_lock_seq, which the caller compares.
+ * Does @tab still describe current's address space as the table was
+ * made: same mm, same program, no exec under way?  Not checked here:
+ * mm_lock_seq, which the caller compares.
  */
-static bool perf_bido_table_fresh(const struct perf_bido_table *tab,
-				  unsigned long gen)
+static bool perf_bido_table_fresh(const struct perf_bido_table *tab)
 {
-	return tab->mm == current->mm &&
-	       tab->exec_id == READ_ONCE(current->self_exec_id) &&
-	       tab->gen == gen && ktime_get_mono_fast_ns() <= tab->expires;
+	return tab->mm == current->mm && !current->in_execve &&
+	       tab->exec_id == READ_ONCE(current->self_exec_id);
 }
 
 /*
  * The cookie of the task's last record if that record can stand for
- * this sample, else 0.  It can when nothing it says may have changed: same
- * program, no VMA changed since its maps were looked up (mm_lock_seq), no
- * receiver started since, not expired, written to every receiver on this
- * CPU in the task's cgroup; and when its maps cover every user
- * address of the sample: where the task entered the kernel, the sampled
- * IP, the user callchain and the user branch addresses.  Reads only
- * current's own state: NMI-safe.
+ * this sample, else 0.  It can when
+ * - the sample's session got it: every receiver of the session that the
+ *   record met had room for it;
+ * - nothing it says may have changed: same mm and program, no exec under
+ *   way, no VMA changed since its maps were looked up (mm_lock_seq);
+ * - its maps cover every user address of the sample: where the task
+ *   entered the kernel, the sampled IP, the user callchain and the user
+ *   branch addresses.
+ * Reads only current's own state and the event: NMI-safe.
  */
 static u64 perf_bido_reuse(struct perf_bido_task *bt,
 			   struct perf_sample_data *data,
 			   struct perf_event *event, struct pt_regs *regs)
 {
-	struct perf_bido_stash *stash = READ_ONCE(bt->stash);
+	const struct perf_bido_table *tab = bt ? READ_ONCE(bt->table) : NULL;
 	struct mm_struct *mm = current->mm;
-	const struct perf_bido_table *tab;
 	unsigned int seq;
 	u64 cookie;
 
-	if (!static_branch_likely(&perf_bido_reuse_on) || !stash)
+	if (!tab)
 		return 0;
-	tab = &stash->table;
 
 	/*
 	 * The deferred work clears the cookie before it rewrites the table
@@ -346,16 +558,10 @@ static u64 perf_bido_reuse(struct perf_bido_task *bt,
 		return 0;
 	barrier();
 
-	if (!perf_bido_table_fresh(tab, atomic_long_read(&perf_bido_gen)) ||
-	    !perf_bido_mm_seq(mm, &seq) || seq != tab->mm_seq)
+	if (!perf_bido_table_fresh(tab) || !perf_bido_mm_seq(mm, &seq) ||
+	    seq != tab->mm_seq)
 		return 0;
-
-	/*
-	 * The record reached the receivers of the CPU and cgroup it was
-	 * written in, and only those: per-CPU events of another CPU (perf
-	 * record -C) or of another cgroup may not have it.
-	 */
-	if (tab->cpu != smp_processor_id() || tab->cgrp != perf_bido_cgroup())
+	if (!perf_bido_has_session(tab->sessions, perf_bido_session(event)))
 		return 0;
 
 	if (!perf_bido_table_covers(tab, instruction_pointer(task_pt_regs(current))))
@@ -395,9 +601,8 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 			      struct perf_event *event, struct pt_regs *regs)
 {
 	struct task_struct *task = event->ctx->task;
-	struct perf_bido_task *bt = &current->perf_bido;
+	struct perf_bido_task *bt = READ_ONCE(current->perf_bido);
 	const struct perf_branch_stack *bs = NULL;
-	u64 start = perf_bido_clock();
 	unsigned long ip = 0;
 	u64 cookie;
 
@@ -405,19 +610,22 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 
 	if ((task && task != current) || !current->mm)
 		return;
+	/* Nobody to write a record to: no cookie, no work */
+	if (!atomic_read(&nr_defer_output_events))
+		return;
 
 	/*
 	 * With deferred callchains the user frames are not in the sample:
 	 * only this entry's own record, from the same walk as its
-	 * CALLCHAIN_DEFERRED, is known to cover them.
+	 * CALLCHAIN_DEFERRED, is known to cover them.  Nor can the last
+	 * record be known here to cover the code addresses of a user stack
+	 * dump, which is copied after this.
 	 */
-	cookie = event->attr.defer_callchain ? 0 :
+	cookie = event->attr.defer_callchain ||
+		 (event->attr.sample_type & PERF_SAMPLE_STACK_USER) ? 0 :
 		 perf_bido_reuse(bt, data, event, regs);
 	if (cookie) {
 		data->defer_cookie = cookie;
-		perf_bido_count(samples, 1);
-		perf_bido_count(reused, 1);
-		perf_bido_count_time(sample_ns, start);
 		return;
 	}
 
@@ -425,39 +633,27 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 		return;
 
 	/*
-	 * The record of this entry is out already: its work ran early (from
-	 * get_signal(), say) and used the user registers as they were then.
-	 * If they have changed since (a signal frame was set up), that record
-	 * does not describe this sample: no cookie, rather than one whose
-	 * record does not cover it.
+	 * The records of this entry are out already: their work ran early
+	 * (from get_signal(), say) with the user registers as they were then.
+	 * If they have changed since (a signal frame was set up), or the
+	 * records did not go to this sample's session, none describes this
+	 * sample: no cookie, rather than one whose record does not cover it.
 	 */
-	if (READ_ONCE(bt->done) == cookie) {
-		struct perf_bido_stash *stash = READ_ONCE(bt->stash);
-
-		if (stash && READ_ONCE(stash->done_ip) !=
-			     instruction_pointer(task_pt_regs(current))) {
-			perf_bido_count(late, 1);
-			return;
-		}
-	}
+	if (!perf_bido_note_entry(event, cookie))
+		return;
+	bt = READ_ONCE(current->perf_bido);
 
 	/*
-	 * The first sample of an entry notes which program ran, so that
-	 * the deferred work can tell whether an exec came in between, how
-	 * far the address space's changes had got (odd while one is under
-	 * way), and where the entry left user space.  A nested sample of
-	 * the same entry writes the same values, or a later count, which
-	 * can only hide a change the first sample saw begin.
+	 * The record covers the code addresses in the user stack this sample
+	 * dumps: the deferred work reads as much of the same stack, which
+	 * the task cannot change before it returns to user space.  Not once
+	 * that work has begun: it may have read the stack size already.
 	 */
-	if (READ_ONCE(bt->cookie) != cookie) {
-		unsigned int seq = 0;
-
-		perf_bido_mm_seq(current->mm, &seq);
-		WRITE_ONCE(bt->exec_id, READ_ONCE(current->self_exec_id));
-		WRITE_ONCE(bt->entry_ip,
-			   instruction_pointer(task_pt_regs(current)));
-		WRITE_ONCE(bt->entry_seq, seq);
-		WRITE_ONCE(bt->cookie, cookie);
+	if (event->attr.sample_type & PERF_SAMPLE_STACK_USER) {
+		if (READ_ONCE(bt->closed) == cookie)
+			return;
+		if (READ_ONCE(bt->stack_bytes) < event->attr.sample_stack_user)
+			WRITE_ONCE(bt->stack_bytes, event->attr.sample_stack_user);
 	}
 
 	/*
@@ -473,10 +669,11 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 		bs = data->br_stack;
 	if (ip || bs)
 		perf_bido_stash_sample(bt, cookie, ip, bs);
+	/* Its later samples may name this entry's record: worth a wider one */
+	if (!event->attr.defer_callchain)
+		WRITE_ONCE(bt->reusable, cookie);
 
 	data->defer_cookie = cookie;
-	perf_bido_count(samples, 1);
-	perf_bido_count_time(sample_ns, start);
 }
 
 /* ---- Deferred side: task context, may sleep ---- */
@@ -532,46 +729,105 @@ VISIBLE_IF_KUNIT unsigned int perf_bido_take_stash(struct perf_bido_task *bt,
 }
 
 /*
- * Free @task's stash: @task is current, or exits.  A sample that comes in
- * later sees none; one that interrupted us before the xchg() is done with
- * it before we go on, on this CPU.
+ * Free @task's stash and table: @task is current, or exits.  A sample
+ * that comes in later sees none; one that interrupted us before the
+ * xchg() is done with them before we go on, on this CPU.
  */
 static void perf_bido_free_stash(struct task_struct *task)
 {
-	struct perf_bido_stash *stash = xchg(&task->perf_bido.stash, NULL);
+	struct perf_bido_task *bt = READ_ONCE(task->perf_bido);
+	struct perf_bido_stash *stash;
+	struct perf_bido_table *tab;
 
+	if (!bt)
+		return;
+	stash = xchg(&bt->stash, NULL);
 	if (stash) {
-		atomic_long_dec(&perf_bido_nr_stashes);
+		trace_perf_bido_state_free(stash, true);
 		kfree(stash);
+	}
+	tab = xchg(&bt->table, NULL);
+	if (tab) {
+		trace_perf_bido_state_free(tab, true);
+		kfree(tab);
 	}
 }
 
 /*
- * Make the task's stash when a sample of this entry found none, or when
- * @table: the table of its last record is to be kept.
+ * Make the task's table, if it has none, for its last record; and its
+ * stash once a sample found none for addresses to keep (that sample lost
+ * them): most tasks never have any, as only branch stacks and precise IPs
+ * need one.
  */
-static void perf_bido_alloc_stash(struct perf_bido_task *bt, u64 cookie,
-				  bool table)
+static void perf_bido_alloc_stash(struct perf_bido_task *bt)
 {
 	struct perf_bido_stash *stash;
+	struct perf_bido_table *tab;
 
-	if (bt->stash || (READ_ONCE(bt->missed) != cookie && !table) ||
-	    (current->flags & PF_EXITING))
+	if (current->flags & PF_EXITING)
 		return;
 
-	stash = kzalloc(sizeof(*stash), GFP_KERNEL);
-	if (!stash)
-		return;
-	atomic_long_inc(&perf_bido_nr_stashes);
-	/* Samples on this CPU see NULL or a zeroed stash */
-	smp_store_release(&bt->stash, stash);
+	if (!bt->table) {
+		tab = kzalloc(sizeof(*tab), GFP_KERNEL);
+		if (tab) {
+			trace_perf_bido_state_alloc(tab, true);
+			/* Samples on this CPU see NULL or a zeroed table */
+			smp_store_release(&bt->table, tab);
+		}
+	}
+	if (!bt->stash && READ_ONCE(bt->missed)) {
+		stash = kzalloc(sizeof(*stash), GFP_KERNEL);
+		if (stash) {
+			trace_perf_bido_state_alloc(stash, true);
+			/* As for the table */
+			smp_store_release(&bt->stash, stash);
+			/*
+			 * The samples of this entry stash nothing (bt->done is
+			 * set), and later ones find the stash
+			 */
+			WRITE_ONCE(bt->missed, 0);
+		}
+	}
 
 	/*
 	 * The last receiver may have gone since the caller looked, and the
-	 * sweep that followed passed this task when it had no stash yet
+	 * sweep that followed passed this task when it had neither yet
 	 */
 	if (!atomic_read(&nr_defer_output_events))
 		perf_bido_free_stash(current);
+}
+
+/*
+ * The words of current's user stack from its stack pointer up, @bytes of
+ * them, as the PERF_SAMPLE_STACK_USER dumps of the entry's samples hold
+ * them, into @addrs (room for @bytes / 4 entries).  A DWARF unwinder finds
+ * its return addresses among them.  The task has not run in user space
+ * since the samples; only another thread of it could have written there.
+ * Returns how many were read: fewer where the stack ends.
+ *
+ * Context: task context, may fault.
+ */
+static unsigned int perf_bido_stack_words(unsigned long *addrs, u32 bytes)
+{
+	struct unwind_user_state state;
+	unsigned long left;
+	unsigned int n, i;
+	u32 *words = (u32 *)addrs;
+
+	if (!bytes || unwind_user_start(&state))
+		return 0;
+	if (state.sp >= TASK_SIZE)
+		return 0;
+	bytes = min_t(unsigned long, bytes, TASK_SIZE - state.sp);
+	bytes = round_down(bytes, state.ws);
+	left = copy_from_user(addrs, (const void __user *)state.sp, bytes);
+	n = (bytes - left) / state.ws;
+	if (state.ws == sizeof(u32)) {
+		/* Widen in place, from the last: each entry's source is read first */
+		for (i = n; i-- > 0;)
+			addrs[i] = words[i];
+	}
+	return n;
 }
 
 static int perf_bido_cmp_addr(const void *a, const void *b)
@@ -719,222 +975,79 @@ VISIBLE_IF_KUNIT void perf_bido_find_vmas(struct mm_struct *mm,
 	mmap_read_unlock(mm);
 }
 
-/* ---- The build-ID cache ---- */
+/* ---- Build-IDs: from the page cache, never waiting for a file system ---- */
 
 /*
- * 64 sets of 4 entries, each set with its own lock, taken only here in
- * task context (never from an interrupt) and never nested.  Round-robin
- * replacement within a set.
+ * A note that is not in the page cache is read into it by a worker, so
+ * that a later record finds it there; the task that asked goes on at
+ * once.  At most PERF_BIDO_MAX_FETCHES such reads are under way at any
+ * time: a file system that stalls holds up that many workers, no task.
  */
-#define PERF_BIDO_CACHE_SETS	64
-#define PERF_BIDO_CACHE_WAYS	4
+#define PERF_BIDO_MAX_FETCHES	4
 
-struct perf_bido_cache_entry {
-	struct perf_bido_key	key;
-	bool			valid;
-	u8			build_id_size;
-	u8			flags;
-	u8			build_id[BUILD_ID_SIZE_MAX];
+static atomic_t perf_bido_nr_fetches = ATOMIC_INIT(0);
+
+struct perf_bido_fetch {
+	struct work_struct	work;
+	struct file		*file;
 };
 
-struct perf_bido_cache_set {
-	spinlock_t			lock;	/* protects next and entry[] */
-	unsigned int			next;
-	struct perf_bido_cache_entry	entry[PERF_BIDO_CACHE_WAYS];
-};
+static void perf_bido_fetch_fn(struct work_struct *work)
+{
+	struct perf_bido_fetch *f = container_of(work, struct perf_bido_fetch,
+						 work);
+	unsigned char build_id[BUILD_ID_SIZE_MAX];
+	__u32 size;
 
-static struct perf_bido_cache_set perf_bido_cache[PERF_BIDO_CACHE_SETS];
+	/* The result is the next record's, from the page cache */
+	build_id_parse_file(f->file, build_id, &size);
+	fput(f->file);
+	kfree(f);
+	atomic_dec(&perf_bido_nr_fetches);
+}
+
+/* Have a worker read what the build-ID of @file needs into the page cache */
+static void perf_bido_fetch(struct file *file)
+{
+	struct perf_bido_fetch *f;
+
+	if (atomic_inc_return(&perf_bido_nr_fetches) > PERF_BIDO_MAX_FETCHES)
+		goto busy;
+	f = kmalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		goto busy;
+	INIT_WORK(&f->work, perf_bido_fetch_fn);
+	f->file = get_file(file);
+	queue_work(system_unbound_wq, &f->work);
+	return;
+busy:
+	atomic_dec(&perf_bido_nr_fetches);
+}
 
 /**
- * perf_bido_key_init - the cache key of a file, as it is now
- * @key: receives the key
+ * perf_bido_build_id - the build-ID of a mapped file, from the page cache
  * @file: the file
+ * @map: its map in the record being built
  *
- * Identity: superblock, inode number and generation.  Not the device
- * number: anonymous ones (FUSE, NFS, overlayfs) and loop devices come
- * back for the next mount at once, and two images can hold different
- * files with the same inode number, size and times (reproducible builds
- * set the times).  A superblock cannot be mistaken for a later one at the
- * same address: perf_bido_forget_sb() drops its entries before it is
- * freed.  Version: size, mtime,
- * ctime and, where the filesystem keeps one, i_version.  A cache entry is
- * used only while all of them still match, so any write, truncate or
- * attribute change through the VFS makes it miss: write() and truncate()
- * change size or mtime/ctime (and i_version).  Stores through a shared
- * writable mapping change them only when a page is first made writable,
- * not for the stores after: a file mapped that way is never taken from
- * the cache (see perf_bido_build_id()).  The key
- * is taken before the file is parsed, so that a change during the parse
- * also makes the entry miss next time.  Entries are not removed: a miss
- * re-parses the file and replaces the entry of the same identity.
- */
-VISIBLE_IF_KUNIT void perf_bido_key_init(struct perf_bido_key *key,
-					 struct file *file)
-{
-	struct inode *inode = file_inode(file);
-
-	memset(key, 0, sizeof(*key));
-	key->sb = inode->i_sb;
-	key->ino = inode->i_ino;
-	key->generation = inode->i_generation;
-	/* Marks it queried, so that the next change increments it */
-	if (IS_I_VERSION(inode))
-		key->version = inode_query_iversion(inode);
-	key->size = i_size_read(inode);
-	key->mtime = inode_get_mtime(inode);
-	key->ctime = inode_get_ctime(inode);
-}
-
-static bool perf_bido_same_file(const struct perf_bido_key *a,
-				const struct perf_bido_key *b)
-{
-	return a->sb == b->sb && a->ino == b->ino &&
-	       a->generation == b->generation;
-}
-
-static bool perf_bido_same_version(const struct perf_bido_key *a,
-				   const struct perf_bido_key *b)
-{
-	return a->version == b->version && a->size == b->size &&
-	       timespec64_equal(&a->mtime, &b->mtime) &&
-	       timespec64_equal(&a->ctime, &b->ctime);
-}
-
-static struct perf_bido_cache_set *perf_bido_cache_set(const struct perf_bido_key *key)
-{
-	u64 h = key->ino ^ ((u64)key->generation << 32);
-
-	h ^= (unsigned long)key->sb;
-	return &perf_bido_cache[hash_64(h, ilog2(PERF_BIDO_CACHE_SETS))];
-}
-
-/* Copy the cached build-ID of @key into @map; false if there is none */
-VISIBLE_IF_KUNIT bool perf_bido_cache_lookup(const struct perf_bido_key *key,
-					     struct perf_bido_map *map)
-{
-	struct perf_bido_cache_set *set = perf_bido_cache_set(key);
-	struct perf_bido_cache_entry *e;
-	bool found = false;
-
-	spin_lock(&set->lock);
-	for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++) {
-		if (!e->valid || !perf_bido_same_file(&e->key, key) ||
-		    !perf_bido_same_version(&e->key, key))
-			continue;
-		map->build_id_size = e->build_id_size;
-		map->flags |= e->flags;
-		memcpy(map->build_id, e->build_id, sizeof(map->build_id));
-		found = true;
-		break;
-	}
-	spin_unlock(&set->lock);
-	return found;
-}
-
-static void perf_bido_cache_store(const struct perf_bido_key *key,
-				  const struct perf_bido_map *map)
-{
-	struct perf_bido_cache_set *set = perf_bido_cache_set(key);
-	struct perf_bido_cache_entry *e, *victim = NULL;
-
-	spin_lock(&set->lock);
-	/* An older version of the same file goes first */
-	for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++) {
-		if (e->valid && perf_bido_same_file(&e->key, key)) {
-			victim = e;
-			break;
-		}
-	}
-	if (!victim) {
-		victim = &set->entry[set->next];
-		set->next = (set->next + 1) % PERF_BIDO_CACHE_WAYS;
-	}
-
-	victim->key = *key;
-	victim->build_id_size = map->build_id_size;
-	victim->flags = map->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
-	memcpy(victim->build_id, map->build_id, sizeof(victim->build_id));
-	victim->valid = true;
-	spin_unlock(&set->lock);
-}
-
-/**
- * perf_bido_forget_sb - drop the cached build-IDs of a superblock
- * @sb: the superblock, being shut down
+ * Only what is in the page cache and up to date is read: the task never
+ * waits for a file system here, whatever the file system does.  The pages
+ * of mapped code usually are there.  If a page the build-ID needs is not,
+ * the map says PERF_BUILD_ID_OFFSET_MAP_UNREADABLE, a worker reads the
+ * file (perf_bido_fetch()), and a later record of the mapping gets the
+ * build-ID.  Only the contents in the page cache decide
+ * PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID.
  *
- * From generic_shutdown_super(): no file of @sb is open any more, so no
- * record that could store an entry for it is being built.  Afterwards
- * nothing in the cache names @sb, and a superblock allocated later at the
- * same address starts with no entries.
- *
- * Context: task context, may take the cache's spinlocks.
- */
-void perf_bido_forget_sb(struct super_block *sb)
-{
-	struct perf_bido_cache_entry *e;
-	unsigned int i;
-
-	for (i = 0; i < PERF_BIDO_CACHE_SETS; i++) {
-		struct perf_bido_cache_set *set = &perf_bido_cache[i];
-
-		spin_lock(&set->lock);
-		for (e = set->entry; e < set->entry + PERF_BIDO_CACHE_WAYS; e++)
-			if (e->key.sb == sb)
-				e->valid = false;
-		spin_unlock(&set->lock);
-	}
-}
-
-/*
- * Parse the build-ID of @file: from the page cache where the pages are
- * there (the mapped ones usually are), else by reading the file.  A read
- * that fails says nothing about the contents, though it may fail with
- * -EINVAL too (O_DIRECT, a filesystem that cannot read as asked): the
- * contents decide only once they are in the page cache, where a read
- * that worked left them.  -EFAULT: they are not.
- */
-static int perf_bido_parse(struct file *file, unsigned char *build_id,
-			   __u32 *size)
-{
-	int err;
-
-	err = build_id_parse_file_nofault(file, build_id, size);
-	if (err != -EFAULT)
-		return err;
-	err = build_id_parse_file(file, build_id, size);
-	if (err != -EINVAL && err != -ERANGE && err != -EOVERFLOW)
-		return err;
-	return build_id_parse_file_nofault(file, build_id, size);
-}
-
-/*
- * The build-ID of @file into @map, from the cache or from the file.
- * Returns false when it may change without the file's version showing it:
- * while the file has a shared writable mapping, whose stores after the
- * first leave size and times alone, it is read every time.
+ * Return: false when the result may change while the mapping does not: an
+ * unreadable build-ID, or a file with a shared writable mapping (its
+ * stores may rewrite the note).
  */
 VISIBLE_IF_KUNIT bool perf_bido_build_id(struct file *file,
 					 struct perf_bido_map *map)
 {
-	bool stable = !mapping_writably_mapped(file->f_mapping);
-	struct perf_bido_key key;
 	__u32 size = 0;
 	int err;
 
-	perf_bido_key_init(&key, file);
-	if (stable && perf_bido_cache_lookup(&key, map)) {
-		perf_bido_count(cache_hits, 1);
-		return true;
-	}
-
-	/* A dying task's record is not worth a read */
-	if (fatal_signal_pending(current)) {
-		map->flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
-		return stable;
-	}
-
-	perf_bido_count(parses, 1);
-	err = perf_bido_parse(file, map->build_id, &size);
+	err = build_id_parse_file_nofault(file, map->build_id, &size);
 	switch (err) {
 	case 0:
 		map->build_id_size = size;
@@ -945,35 +1058,67 @@ VISIBLE_IF_KUNIT bool perf_bido_build_id(struct file *file,
 		memset(map->build_id, 0, sizeof(map->build_id));
 		map->flags |= PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
 		break;
-	default:		/* I/O error, signal, not read: next time */
+	case -EFAULT:		/* not in the page cache: next time */
+		perf_bido_fetch(file);
+		fallthrough;
+	default:
 		memset(map->build_id, 0, sizeof(map->build_id));
 		map->flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
-		return stable;
+		return false;
 	}
-	if (stable)
-		perf_bido_cache_store(&key, map);
-	return stable;
+	return !mapping_writably_mapped(file->f_mapping);
+}
+
+/*
+ * The build-ID of @map from @tab, the task's last record, if @tab has the
+ * same mapping and was made at the same mm_lock_seq: no VMA has changed
+ * since, so the mapping still holds the same file, which cannot have been
+ * replaced by another at its inode.  Not for a file with a shared writable
+ * mapping, whose stores may rewrite the note.
+ */
+static bool perf_bido_build_id_from(const struct perf_bido_table *tab,
+				    struct file *file, struct perf_bido_map *map)
+{
+	unsigned int i;
+
+	if (mapping_writably_mapped(file->f_mapping))
+		return false;
+	for (i = 0; i < tab->nr; i++) {
+		const struct perf_bido_map *old = &tab->maps[i];
+
+		if (old->start != map->start || old->end != map->end ||
+		    old->pgoff != map->pgoff)
+			continue;
+		map->build_id_size = old->build_id_size;
+		map->flags |= old->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
+		memcpy(map->build_id, old->build_id, sizeof(map->build_id));
+		return true;
+	}
+	return false;
 }
 
 /*
  * Read the build-IDs of the files perf_bido_find_vmas() kept, and drop
- * their references.
+ * their references.  @tab: the task's last record, made at the same
+ * mm_lock_seq, whose build-IDs stand; NULL for none.
  *
- * Context: task context, no locks held: may fault, sleep and do I/O.
+ * Context: task context, no locks held.
  */
-VISIBLE_IF_KUNIT void perf_bido_read_build_ids(struct perf_bido_resolve *res)
+VISIBLE_IF_KUNIT void perf_bido_read_build_ids(struct perf_bido_resolve *res,
+					       const struct perf_bido_table *tab)
 {
 	unsigned int i;
-
-	might_fault();
 
 	for (i = 0; i < res->nr_maps; i++) {
 		struct file *file = res->files[i];
 
 		if (!file)
 			continue;
-		if (!perf_bido_build_id(file, &res->maps[i]))
-			res->unstable = true;
+		if (!tab || !perf_bido_build_id_from(tab, file, &res->maps[i])) {
+			res->parsed++;
+			if (!perf_bido_build_id(file, &res->maps[i]))
+				res->unstable = true;
+		}
 		res->files[i] = NULL;
 		fput(file);
 	}
@@ -982,16 +1127,18 @@ VISIBLE_IF_KUNIT void perf_bido_read_build_ids(struct perf_bido_resolve *res)
 /* ---- Output ---- */
 
 /*
- * @written and @lost count the receivers that got the record and those
- * whose buffer had no room; @cpu and @cgrp say where it was written.
+ * @to: the sessions to write to; @written and @lost: bit i for a receiver
+ * of session @to->id[i] that got the record, or had no room for it;
+ * @nr_written and @nr_lost: receivers so, of any session.
  */
 struct perf_bido_output {
 	struct perf_bido_record		rec;
 	const struct perf_bido_map	*maps;
-	unsigned int			written;
-	unsigned int			lost;
-	int				cpu;
-	const void			*cgrp;
+	const struct perf_bido_sessions	*to;
+	unsigned long			written;
+	unsigned long			lost;
+	unsigned int			nr_written;
+	unsigned int			nr_lost;
 };
 
 static void perf_bido_output_event(struct perf_event *event, void *data)
@@ -1001,8 +1148,9 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 	struct perf_output_handle handle;
 	struct perf_sample_data sample;
 	u16 maps_size = rec.nr * sizeof(*out->maps);
+	int idx = perf_bido_receiver(out->to, event);
 
-	if (!event->attr.defer_output)
+	if (idx < 0)
 		return;
 	/*
 	 * No buffer (inherited copies write to their parent's): nobody to
@@ -1017,12 +1165,12 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 				sizeof(rec) + maps_size, event);
 	/* No room: the ring buffer counts it lost */
 	if (perf_output_begin(&handle, &sample, event, rec.header.size)) {
-		perf_bido_count(no_room, 1);
-		out->lost++;
+		out->nr_lost++;
+		__set_bit(idx, &out->lost);
 		return;
 	}
-	perf_bido_count(written, 1);
-	out->written++;
+	out->nr_written++;
+	__set_bit(idx, &out->written);
 
 	rec.pid = perf_event_pid(event, current);
 	rec.tid = perf_event_tid(event, current);
@@ -1035,13 +1183,15 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 }
 
 /*
- * Write the record to every receiver that sees current now.  Returns true
- * when at least one got it and none lacked room, and says in @cpu and
- * @cgrp where that was: later samples may name the record only there.
+ * Write the record to the receivers of the sessions in @to that see
+ * current now; @parsed: build-IDs read for it, for the tracepoint.
+ * Returns a mask of the sessions of @to->id whose receivers got it, none
+ * of them lacking room: their later samples may name it.
  */
-static bool perf_bido_emit(u64 cookie, u32 flags,
-			   const struct perf_bido_map *maps, unsigned int nr,
-			   int *cpu, const void **cgrp)
+static unsigned long perf_bido_emit(u64 cookie, u32 flags,
+				    const struct perf_bido_map *maps,
+				    unsigned int nr, unsigned int parsed,
+				    const struct perf_bido_sessions *to)
 {
 	struct perf_bido_output out = {
 		.rec = {
@@ -1050,20 +1200,21 @@ static bool perf_bido_emit(u64 cookie, u32 flags,
 			.flags	= flags,
 		},
 		.maps = maps,
+		.to = to,
 	};
 
-	/* Preemption off: the CPU whose side-band receivers are iterated */
-	preempt_disable();
-	out.cpu = smp_processor_id();
-	out.cgrp = perf_bido_cgroup();
 	perf_iterate_sb(perf_bido_output_event, &out, NULL);
-	preempt_enable();
 
-	if (cpu)
-		*cpu = out.cpu;
-	if (cgrp)
-		*cgrp = out.cgrp;
-	return out.written && !out.lost;
+	if (trace_perf_bido_record_enabled()) {
+		unsigned int i, unreadable = 0;
+
+		for (i = 0; i < nr; i++)
+			unreadable += !!(maps[i].flags &
+					 PERF_BUILD_ID_OFFSET_MAP_UNREADABLE);
+		trace_perf_bido_record(cookie, nr, flags, parsed, unreadable,
+				       out.nr_written, out.nr_lost);
+	}
+	return out.written & ~out.lost & (BIT(PERF_BIDO_SESSIONS) - 1);
 }
 
 /*
@@ -1154,10 +1305,9 @@ static bool perf_bido_table_ok(const struct perf_bido_resolve *res)
  * caller compares once it has looked up the VMAs)?  Then its maps may
  * join the next record.
  */
-static bool perf_bido_table_retire(struct perf_bido_table *tab,
-				   unsigned long gen)
+static bool perf_bido_table_retire(struct perf_bido_table *tab)
 {
-	bool live = READ_ONCE(tab->cookie) && perf_bido_table_fresh(tab, gen);
+	bool live = READ_ONCE(tab->cookie) && perf_bido_table_fresh(tab);
 
 	WRITE_ONCE(tab->cookie, 0);
 	barrier();
@@ -1165,21 +1315,22 @@ static bool perf_bido_table_retire(struct perf_bido_table *tab,
 }
 
 /*
- * Keep the maps of the record just built for the task's later samples.
- * The cookie goes last: a sample that interrupts us sees 0 until then.
+ * Keep the maps of the record just built for the later samples of the
+ * sessions of @to in @delivered (see perf_bido_emit()).  The cookie goes
+ * last: a sample that interrupts us sees 0 until then.
  */
 static void perf_bido_table_save(struct perf_bido_table *tab,
 				 const struct perf_bido_resolve *res, u64 cookie,
-				 u64 expires, unsigned long gen, int cpu,
-				 const void *cgrp)
+				 const struct perf_bido_sessions *to,
+				 unsigned long delivered)
 {
+	unsigned int i;
+
 	tab->mm = current->mm;
-	tab->cpu = cpu;
-	tab->cgrp = cgrp;
 	tab->exec_id = current->self_exec_id;
 	tab->mm_seq = res->mm_seq;
-	tab->gen = gen;
-	tab->expires = expires;
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
 	tab->nr = res->nr_maps;
 	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
 	barrier();
@@ -1196,37 +1347,44 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
 				      struct unwind_stacktrace *trace,
 				      u64 cookie)
 {
-	struct perf_bido_task *bt = &current->perf_bido;
-	bool reuse = static_branch_likely(&perf_bido_reuse_on);
-	unsigned long gen = atomic_long_read(&perf_bido_gen);
 	struct perf_bido_table *tab = NULL;
 	struct perf_bido_resolve res = {};
-	u64 start = perf_bido_clock();
-	bool live = false, delivered;
-	unsigned long entry_ip;
-	const void *cgrp;
+	struct perf_bido_sessions to;
+	unsigned long entry_ip, delivered;
+	struct perf_bido_task *bt;
+	bool live = false, exec;
 	unsigned int nr;
-	int cpu;
+	u32 stack_bytes;
 
+	exec = perf_bido_close_entry(cookie, &to);
+	/*
+	 * Only now: the state may be new, made by perf_bido_close_entry(),
+	 * and a sample that interrupted it before the entry was closed has
+	 * noted the entry there and carries the cookie.
+	 */
+	bt = READ_ONCE(current->perf_bido);
+	/* Not noted: no sample has the cookie */
+	if (!bt || READ_ONCE(bt->cookie) != cookie)
+		return;
 	/* Nobody to tell: only empty the stash, and make none */
 	if (!atomic_read(&nr_defer_output_events)) {
 		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
 		return;
 	}
 
-	if (bt->stash)
-		live = perf_bido_table_retire(&bt->stash->table, gen);
+	if (bt->table)
+		live = perf_bido_table_retire(bt->table);
 
-	/* Before bt->done says that this entry's record is out */
-	if (bt->stash)
-		WRITE_ONCE(bt->stash->done_ip,
-			   instruction_pointer(task_pt_regs(current)));
-
-	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0);
+	/* Not before the entry was closed: no sample raises it after that */
+	stack_bytes = READ_ONCE(bt->stack_bytes);
+	if (READ_ONCE(bt->cookie) != cookie)
+		stack_bytes = 0;
+	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0) +
+	     stack_bytes / sizeof(u32);
 	if (perf_bido_alloc(&res, nr)) {
 		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
-		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED, NULL, 0,
-			       NULL, NULL);
+		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED,
+			       NULL, 0, 0, &to);
 		return;
 	}
 
@@ -1249,18 +1407,16 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
 	res.nr_addrs += perf_bido_take_stash(bt, cookie,
 					    res.addrs + res.nr_addrs,
 					    &res.flags);
-	perf_bido_alloc_stash(bt, cookie, reuse);
-	if (bt->stash)
-		WRITE_ONCE(bt->stash->done_ip, res.addrs[0]);
-	if (reuse && bt->stash)
-		tab = &bt->stash->table;
+	res.nr_addrs += perf_bido_stack_words(res.addrs + res.nr_addrs,
+					      stack_bytes);
+	perf_bido_alloc_stash(bt);
+	tab = bt->table;
 
 	/*
 	 * The addresses are of the program that ran when the entry began;
 	 * after an exec they mean nothing in the new mm.
 	 */
-	if (READ_ONCE(bt->cookie) != cookie ||
-	    READ_ONCE(bt->exec_id) != current->self_exec_id) {
+	if (READ_ONCE(bt->cookie) != cookie || exec) {
 		res.flags |= PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
 	} else if (current->mm) {
 		res.nr_addrs = perf_bido_sort_addrs(res.addrs, res.nr_addrs);
@@ -1272,38 +1428,28 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
 		 */
 		if (res.looked_up && READ_ONCE(bt->entry_seq) != res.mm_seq)
 			res.flags |= PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED;
-		perf_bido_read_build_ids(&res);
 		/* Same VMAs as when the last table was made: keep its maps */
-		if (tab && live && res.looked_up && !res.flags &&
-		    tab->mm_seq == res.mm_seq)
+		live = tab && live && res.looked_up && tab->mm_seq == res.mm_seq;
+		perf_bido_read_build_ids(&res, live ? tab : NULL);
+		/*
+		 * Only where a later sample may name this record: the samples
+		 * of defer_callchain events never do, and a record as large as
+		 * the task's working set would only cost them
+		 */
+		if (live && !res.flags && READ_ONCE(bt->reusable) == cookie)
 			perf_bido_table_merge(&res, tab);
-		else
-			live = false;
 	}
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
-				   &cpu, &cgrp);
+				   res.parsed, &to);
 
 	/*
-	 * Only a record that every receiver it met got may stand for later
-	 * samples.  A merged table keeps the age of its oldest build-IDs.
+	 * Only a session every receiver of which had room for the record
+	 * may name it in later samples
 	 */
 	if (tab && delivered && perf_bido_table_ok(&res))
-		perf_bido_table_save(tab, &res, cookie,
-				     live ? tab->expires :
-				     ktime_get_mono_fast_ns() + PERF_BIDO_REUSE_NS,
-				     gen, cpu, cgrp);
+		perf_bido_table_save(tab, &res, cookie, &to, delivered);
 	kvfree(res.maps);
-
-	perf_bido_count(records, 1);
-	perf_bido_count(maps, res.nr_maps);
-	if (res.flags & PERF_BUILD_ID_OFFSET_F_TRUNCATED)
-		perf_bido_count(truncated, 1);
-	if (res.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED)
-		perf_bido_count(mm_changed, 1);
-	if (res.flags & PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED)
-		perf_bido_count(maps_changed, 1);
-	perf_bido_count_time(record_ns, start);
 }
 
 /* ---- Hooks ---- */
@@ -1332,28 +1478,45 @@ int perf_bido_check_attr(const struct perf_event_attr *attr)
 	return 0;
 }
 
-/* From perf_event_init_task(): the child starts with the parent's copy */
+/* From perf_event_init_task(): the child starts with the parent's pointer */
 void perf_bido_init_task(struct task_struct *child)
 {
-	memset(&child->perf_bido, 0, sizeof(child->perf_bido));
+	child->perf_bido = NULL;
 }
 
 /*
- * From perf_event_exit_task(), on current, in do_exit() and when a
- * set-uid exec drops the task's events.  Samples that come in later see
- * no stash.
+ * Free current's per-task state.  A sample that interrupted us before the
+ * xchg() is done with it before we go on, on this CPU; one that comes
+ * later makes a new one from the spare (freed in turn at exit).
+ */
+static void perf_bido_free_task(void)
+{
+	struct perf_bido_task *bt;
+
+	perf_bido_free_stash(current);
+	bt = xchg(&current->perf_bido, NULL);
+	if (bt)
+		perf_bido_task_free(bt);
+}
+
+/*
+ * From perf_event_exit_task(), on current, in do_exit() (PF_EXITING is
+ * set: no deferred unwind can be asked for, so no sample makes a new
+ * state after this) and when a set-uid exec drops the task's events.
  */
 void perf_bido_exit_task(struct task_struct *task)
 {
-	perf_bido_free_stash(task);
+	if (WARN_ON_ONCE(task != current))
+		return;
+	perf_bido_free_task();
 }
 
 /*
- * Once the last receiving event is gone, the stashes (2 KiB each) and the
- * unwind caches serve nobody: on a host with 100k threads, a few hundred
- * MiB.  Each task frees its own, from a task_work, as only the task and
- * its own interrupts touch them; a task that never returns to user space
- * again keeps them until it exits.
+ * Once the last receiving event is gone, the per-task states, their
+ * tables and stashes (1 KiB each) and the unwind caches serve nobody: on a host with
+ * 100k threads, a few hundred MiB.  Each task frees its own, from a
+ * task_work, as only the task and its own interrupts touch them; a task
+ * that never returns to user space again keeps them until it exits.
  */
 static void perf_bido_trim(struct callback_head *head)
 {
@@ -1364,7 +1527,7 @@ static void perf_bido_trim(struct callback_head *head)
 	WRITE_ONCE(bt->trim_queued, 0);
 	if (atomic_read(&nr_defer_output_events))
 		return;
-	perf_bido_free_stash(current);
+	perf_bido_free_task();
 	unwind_user_trim();
 }
 
@@ -1372,14 +1535,31 @@ static void perf_bido_sweep_fn(struct work_struct *work)
 {
 	struct task_struct *g, *t;
 
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct perf_bido_spares *spares = per_cpu_ptr(&perf_bido_spare, cpu);
+		struct perf_bido_task *bt;
+		unsigned int i;
+
+		for (i = 0; i < PERF_BIDO_SPARES; i++) {
+			if (atomic_read(&nr_defer_output_events))
+				return;
+			bt = xchg(&spares->bt[i], NULL);
+			if (bt)
+				perf_bido_task_free(bt);
+		}
+	}
+
 	rcu_read_lock();
 	for_each_process_thread(g, t) {
-		struct perf_bido_task *bt = &t->perf_bido;
+		/* Freed after a grace period: see perf_bido_task_free() */
+		struct perf_bido_task *bt = READ_ONCE(t->perf_bido);
 
 		/* A receiver came back: the tasks keep what they have */
 		if (atomic_read(&nr_defer_output_events))
 			break;
-		if (!READ_ONCE(bt->stash) || cmpxchg(&bt->trim_queued, 0, 1))
+		if (!bt || cmpxchg(&bt->trim_queued, 0, 1))
 			continue;
 		init_task_work(&bt->trim, perf_bido_trim);
 		/* Exiting: do_exit() frees the stash */
@@ -1390,6 +1570,22 @@ static void perf_bido_sweep_fn(struct work_struct *work)
 }
 
 static DECLARE_WORK(perf_bido_sweep, perf_bido_sweep_fn);
+
+/**
+ * perf_bido_receiver_added - a defer_output event was created
+ *
+ * Gives every CPU a spare per-task state, so that the first sample of
+ * each task can have one.
+ *
+ * Context: task context, may sleep.
+ */
+void perf_bido_receiver_added(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		perf_bido_refill_cpu(cpu);
+}
 
 /**
  * perf_bido_receivers_gone - the last defer_output event went away
@@ -1404,134 +1600,10 @@ void perf_bido_receivers_gone(void)
 /* From perf_event_init(): one unwind_work for every perf event, for good */
 void __init perf_bido_init(void)
 {
-	unsigned int i;
 	int ret;
-
-	for (i = 0; i < PERF_BIDO_CACHE_SETS; i++)
-		spin_lock_init(&perf_bido_cache[i].lock);
 
 	ret = unwind_deferred_init(&perf_bido_unwind_work,
 				   perf_bido_unwind_callback);
 	/* Then every request fails and samples carry cookie 0 */
 	WARN(ret, "perf: no deferred unwind for build-ID offsets: %d\n", ret);
 }
-
-/* ---- debugfs: perf_build_id_offset/{stats,timing,reuse} ---- */
-
-#ifdef CONFIG_DEBUG_FS
-static int perf_bido_stats_show(struct seq_file *m, void *v)
-{
-	struct perf_bido_stats sum = {};
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		const struct perf_bido_stats *st = per_cpu_ptr(&perf_bido_stats, cpu);
-
-		sum.samples += READ_ONCE(st->samples);
-		sum.sample_ns += READ_ONCE(st->sample_ns);
-		sum.records += READ_ONCE(st->records);
-		sum.record_ns += READ_ONCE(st->record_ns);
-		sum.maps += READ_ONCE(st->maps);
-		sum.cache_hits += READ_ONCE(st->cache_hits);
-		sum.parses += READ_ONCE(st->parses);
-		sum.truncated += READ_ONCE(st->truncated);
-		sum.mm_changed += READ_ONCE(st->mm_changed);
-		sum.maps_changed += READ_ONCE(st->maps_changed);
-		sum.reused += READ_ONCE(st->reused);
-		sum.written += READ_ONCE(st->written);
-		sum.no_room += READ_ONCE(st->no_room);
-		sum.late += READ_ONCE(st->late);
-	}
-	seq_printf(m, "samples %llu\nsample_ns %llu\nrecords %llu\n",
-		   sum.samples, sum.sample_ns, sum.records);
-	seq_printf(m, "record_ns %llu\nmaps %llu\ncache_hits %llu\n",
-		   sum.record_ns, sum.maps, sum.cache_hits);
-	seq_printf(m, "parses %llu\ntruncated %llu\nmm_changed %llu\n",
-		   sum.parses, sum.truncated, sum.mm_changed);
-	seq_printf(m, "reused %llu\nwritten %llu\nno_room %llu\nlate %llu\n",
-		   sum.reused, sum.written, sum.no_room, sum.late);
-	seq_printf(m, "maps_changed %llu\ngeneration %lu\nstashes %lu\n",
-		   sum.maps_changed, atomic_long_read(&perf_bido_gen),
-		   atomic_long_read(&perf_bido_nr_stashes));
-	return 0;
-}
-
-static int perf_bido_stats_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, perf_bido_stats_show, NULL);
-}
-
-/* Any write zeroes the counters (racing updates may survive) */
-static ssize_t perf_bido_stats_write(struct file *file, const char __user *buf,
-				     size_t count, loff_t *ppos)
-{
-	int cpu;
-
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(&perf_bido_stats, cpu), 0,
-		       sizeof(struct perf_bido_stats));
-	return count;
-}
-
-static const struct file_operations perf_bido_stats_fops = {
-	.owner		= THIS_MODULE,
-	.open		= perf_bido_stats_open,
-	.read		= seq_read,
-	.write		= perf_bido_stats_write,
-	.llseek		= seq_lseek,
-	.release	= single_release,
-};
-
-static int perf_bido_timing_get(void *data, u64 *val)
-{
-	*val = static_key_enabled(&perf_bido_timed);
-	return 0;
-}
-
-static int perf_bido_timing_set(void *data, u64 val)
-{
-	if (val)
-		static_branch_enable(&perf_bido_timed);
-	else
-		static_branch_disable(&perf_bido_timed);
-	return 0;
-}
-
-DEFINE_DEBUGFS_ATTRIBUTE(perf_bido_timing_fops, perf_bido_timing_get,
-			 perf_bido_timing_set, "%llu\n");
-
-static int perf_bido_reuse_get(void *data, u64 *val)
-{
-	*val = static_key_enabled(&perf_bido_reuse_on);
-	return 0;
-}
-
-/* Off: every sample asks for a record of its own entry */
-static int perf_bido_reuse_set(void *data, u64 val)
-{
-	if (val) {
-		static_branch_enable(&perf_bido_reuse_on);
-	} else {
-		static_branch_disable(&perf_bido_reuse_on);
-		/* Tables made before must not come back when it is on again */
-		perf_bido_receivers_changed();
-	}
-	return 0;
-}
-
-DEFINE_DEBUGFS_ATTRIBUTE(perf_bido_reuse_fops, perf_bido_reuse_get,
-			 perf_bido_reuse_set, "%llu\n");
-
-static int __init perf_bido_debugfs_init(void)
-{
-	struct dentry *dir = debugfs_create_dir("perf_build_id_offset", NULL);
-
-	debugfs_create_file("stats", 0600, dir, NULL, &perf_bido_stats_fops);
-	debugfs_create_file_unsafe("timing", 0600, dir, NULL,
-				   &perf_bido_timing_fops);
-	debugfs_create_file_unsafe("reuse", 0600, dir, NULL,
-				   &perf_bido_reuse_fops);
-	return 0;
-}
-late_initcall(perf_bido_debugfs_init);
-#endif /* CONFIG_DEBUG_FS */

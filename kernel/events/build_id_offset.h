@@ -10,6 +10,7 @@
 #include <linux/buildid.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
+#include <linux/perf_build_id_offset_types.h>
 #include <asm/local.h>
 
 struct file;
@@ -21,6 +22,17 @@ struct task_struct;
 /* Events with attr.defer_output, counted by account_event() */
 extern atomic_t nr_defer_output_events;
 
+/**
+ * struct perf_bido_sessions - where the records of one kernel entry go
+ * @id:		the sessions whose events asked for them (NULL: unused)
+ * @all:	and every other receiver too: more sessions asked than
+ *		@id holds, or the entry was not noted
+ */
+struct perf_bido_sessions {
+	const void	*id[PERF_BIDO_SESSIONS];
+	bool		all;
+};
+
 #ifdef CONFIG_PERF_BUILD_ID_OFFSET
 
 void perf_bido_init(void);
@@ -29,8 +41,12 @@ void perf_bido_exit_task(struct task_struct *task);
 int perf_bido_check_attr(const struct perf_event_attr *attr);
 void perf_bido_prepare_sample(struct perf_sample_data *data,
 			      struct perf_event *event, struct pt_regs *regs);
-void perf_bido_receivers_changed(void);
+void perf_bido_receiver_added(void);
 void perf_bido_receivers_gone(void);
+bool perf_bido_note_entry(struct perf_event *event, u64 cookie);
+bool perf_bido_close_entry(u64 cookie, struct perf_bido_sessions *to);
+int perf_bido_receiver(const struct perf_bido_sessions *to,
+		       struct perf_event *event);
 
 #else /* !CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -61,8 +77,27 @@ static inline void perf_bido_prepare_sample(struct perf_sample_data *data,
 	data->defer_cookie = 0;
 }
 
-static inline void perf_bido_receivers_changed(void) { }
+static inline void perf_bido_receiver_added(void) { }
 static inline void perf_bido_receivers_gone(void) { }
+
+/* Without the per-task notes, records go where upstream sends them */
+static inline bool perf_bido_note_entry(struct perf_event *event, u64 cookie)
+{
+	return true;
+}
+
+static inline bool perf_bido_close_entry(u64 cookie,
+					 struct perf_bido_sessions *to)
+{
+	to->all = true;
+	return false;
+}
+
+static inline int perf_bido_receiver(const struct perf_bido_sessions *to,
+				     struct perf_event *event)
+{
+	return event->attr.defer_output ? PERF_BIDO_SESSIONS : -1;
+}
 
 #endif /* CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -107,13 +142,8 @@ struct perf_bido_record {
  * @exec_id:	current->self_exec_id when the maps were looked up
  * @mm_seq:	mm->mm_lock_seq then, read under mmap_lock: while it has not
  *		moved, no VMA of @mm has changed
- * @gen:	perf_bido_gen then: a receiver that starts later has not seen
- *		the record
- * @expires:	ktime_get_mono_fast_ns() after which the maps are looked up
- *		and their build-IDs checked again
- * @cgrp:	the task's perf_event cgroup when the record was written
- *		(compared, never dereferenced)
- * @cpu:	the CPU it was written on: with @cgrp, which receivers got it
+ * @sessions:	the sessions whose receivers all got the record, with
+ *		room: only their samples may name it
  * @nr:		entries in @maps
  * @maps:	sorted by start
  *
@@ -126,29 +156,22 @@ struct perf_bido_table {
 	u64			exec_id;
 	unsigned int		mm_seq;
 	unsigned int		nr;
-	unsigned long		gen;
-	u64			expires;
-	const void		*cgrp;
-	int			cpu;
+	const void		*sessions[PERF_BIDO_SESSIONS];
 	struct perf_bido_map	maps[PERF_BIDO_REUSE_MAPS];
 };
 
 /**
- * struct perf_bido_stash - per-task state the sampling side may not allocate
+ * struct perf_bido_stash - addresses the sampling side may not allocate for
  * @cookie:	entry the addresses belong to; set by the sample that takes
  *		slot 0
  * @nr:		slots taken; more than PERF_BIDO_STASH_ENTRIES means that
  *		some addresses were dropped
  * @addrs:	the addresses, in no order
- * @done_ip:	the user IP the record of perf_bido_task::done was built from
- * @table:	the maps of the task's last record
  */
 struct perf_bido_stash {
 	u64			cookie;
 	local_t			nr;
 	unsigned long		addrs[PERF_BIDO_STASH_ENTRIES];
-	unsigned long		done_ip;
-	struct perf_bido_table	table;
 };
 
 /* Bound on maps[]: a 12 KiB record, well below the 64 KiB of header.size */
@@ -167,6 +190,7 @@ struct perf_bido_stash {
  * @mm_seq:	mm->mm_lock_seq while the VMAs were looked up
  * @looked_up:	the VMAs were looked up (and @mm_seq read)
  * @unstable:	a build-ID may change without the file's version showing it
+ * @parsed:	build-IDs read from the page cache (not from the last table)
  */
 struct perf_bido_resolve {
 	unsigned long		*addrs;
@@ -179,20 +203,7 @@ struct perf_bido_resolve {
 	unsigned int		mm_seq;
 	bool			looked_up;
 	bool			unstable;
-};
-
-/*
- * The identity and the version of a file, as the build-ID cache keys it.
- * See perf_bido_key_init().
- */
-struct perf_bido_key {
-	const struct super_block *sb;
-	u64			ino;
-	u64			version;
-	loff_t			size;
-	struct timespec64	mtime;
-	struct timespec64	ctime;
-	u32			generation;
+	unsigned int		parsed;
 };
 
 /* Internals the KUnit suite calls directly (VISIBLE_IF_KUNIT) */
@@ -203,11 +214,9 @@ unsigned int perf_bido_take_stash(struct perf_bido_task *bt, u64 cookie,
 				  unsigned long *addrs, u32 *flags);
 unsigned int perf_bido_sort_addrs(unsigned long *addrs, unsigned int nr);
 void perf_bido_find_vmas(struct mm_struct *mm, struct perf_bido_resolve *res);
-void perf_bido_read_build_ids(struct perf_bido_resolve *res);
+void perf_bido_read_build_ids(struct perf_bido_resolve *res,
+			      const struct perf_bido_table *tab);
 u8 perf_bido_file_flags(struct file *file);
-void perf_bido_key_init(struct perf_bido_key *key, struct file *file);
-bool perf_bido_cache_lookup(const struct perf_bido_key *key,
-			    struct perf_bido_map *map);
 bool perf_bido_build_id(struct file *file, struct perf_bido_map *map);
 bool perf_bido_table_covers(const struct perf_bido_table *tab,
 			    unsigned long addr);

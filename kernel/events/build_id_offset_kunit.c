@@ -22,11 +22,12 @@
  *			every reserved and padding byte zero, executable
  *			mappings only
  *   bido_table_truncated the bound on maps[]
- *   bido_cache		build-ID cache hits, and misses once the file changed
- *   bido_no_build_id	a file that is no ELF: flagged, and cached as such
- *   bido_read_einval	a file whose read() fails with EINVAL (as O_DIRECT
- *			can): the page cache decides, a failed read is
- *			not "no build-ID" and is not cached
+ *   bido_build_id_now	the build-ID as the file is now, also after it is
+ *			rewritten in place
+ *   bido_no_build_id	a file that is no ELF: flagged as such
+ *   bido_page_cache_only only the page cache is read: a file whose pages
+ *			are not there is unreadable for now, not "no
+ *			build-ID", whatever read() would do
  *   bido_reuse_table	what a later sample may reuse: coverage of the
  *			last table, merging it into the next record, the
  *			bound on its maps, mm_lock_seq moving on a change
@@ -43,7 +44,6 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/overflow.h>
-#include <linux/perf_build_id_offset.h>
 #include <linux/perf_event.h>
 #include <linux/sched/mm.h>
 #include <linux/shmem_fs.h>
@@ -444,7 +444,7 @@ static void bido_resolve(struct kunit *test, struct perf_bido_resolve *res,
 	res->max_maps = max_maps;
 
 	perf_bido_find_vmas(current->mm, res);
-	perf_bido_read_build_ids(res);
+	perf_bido_read_build_ids(res, NULL);
 }
 
 static void bido_expect_map(struct kunit *test, const struct perf_bido_map *m,
@@ -510,48 +510,34 @@ static void bido_table_truncated(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, res.maps[1].start, BIDO_FILE0);
 }
 
-static void bido_cache(struct kunit *test)
+/*
+ * Build-IDs come from the page cache, as the file is now: a note
+ * rewritten in place gives the new build-ID at once (nothing is cached
+ * across records but the task's own last record)
+ */
+static void bido_build_id_now(struct kunit *test)
 {
 	struct file *file = bido_elf_file(test, 0x10);
 	struct perf_bido_map map = {};
-	struct perf_bido_key key;
 	u8 id[BUILD_ID_SIZE_MAX];
 	struct bido_elf elf;
 	loff_t pos = 0;
 
 	KUNIT_EXPECT_EQ(test, perf_bido_file_flags(file), PERF_BUILD_ID_OFFSET_MAP_ANON_FILE);
 
-	/* A new inode is not in the cache; once read, it is */
-	perf_bido_key_init(&key, file);
-	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
-	perf_bido_build_id(file, &map);
+	KUNIT_EXPECT_TRUE(test, perf_bido_build_id(file, &map));
 	bido_fill_id(id, 0x10);
+	KUNIT_EXPECT_EQ(test, map.flags, 0);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
-	memset(&map, 0, sizeof(map));
-	perf_bido_key_init(&key, file);
-	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
-	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
-
-	/* Rewrite the note in place, same size: the old entry must miss */
 	bido_elf_init(&elf, 0x80);
 	KUNIT_ASSERT_EQ(test, (ssize_t)sizeof(elf),
 			kernel_write(file, &elf, sizeof(elf), &pos));
-	perf_bido_key_init(&key, file);
 	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
-	perf_bido_build_id(file, &map);
+	KUNIT_EXPECT_TRUE(test, perf_bido_build_id(file, &map));
 	bido_fill_id(id, 0x80);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
-	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
-	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
-
-	/* The entries of a superblock being shut down go with it */
-	perf_bido_forget_sb(file_inode(file)->i_sb);
-	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
 }
 
 static void bido_no_build_id(struct kunit *test)
@@ -559,18 +545,11 @@ static void bido_no_build_id(struct kunit *test)
 	static const char text[] = "#!/bin/sh\necho not an ELF file\n";
 	struct file *file = bido_file(test, text, sizeof(text));
 	struct perf_bido_map map = {};
-	struct perf_bido_key key;
 
-	perf_bido_build_id(file, &map);
+	KUNIT_EXPECT_TRUE(test, perf_bido_build_id(file, &map));
 	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
 	KUNIT_EXPECT_TRUE(test, bido_all_zero(map.build_id, sizeof(map.build_id)));
-
-	/* Negative results are cached too */
-	memset(&map, 0, sizeof(map));
-	perf_bido_key_init(&key, file);
-	KUNIT_EXPECT_TRUE(test, perf_bido_cache_lookup(&key, &map));
-	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID);
 }
 
 /* read() of the file fails as it does for O_DIRECT at the wrong alignment */
@@ -583,33 +562,33 @@ static const struct file_operations bido_einval_fops = {
 	.read_iter	= bido_einval_read_iter,
 };
 
-static void bido_read_einval(struct kunit *test)
+/*
+ * Only the page cache is read: a note there is found without read(); a
+ * file whose pages are not there is UNREADABLE for now, whatever read()
+ * would do, and not taken for a file without a build-ID
+ */
+static void bido_page_cache_only(struct kunit *test)
 {
 	struct file *cached = bido_elf_file(test, 0x60);
-	struct file *empty = bido_file(test, NULL, 0);
+	struct file *holes = bido_file(test, NULL, 0);
 	struct perf_bido_map map = {};
-	struct perf_bido_key key;
 	u8 id[BUILD_ID_SIZE_MAX];
 
 	replace_fops(cached, &bido_einval_fops);
-	replace_fops(empty, &bido_einval_fops);
-
-	/* The note is in the page cache: found there, read() never asked */
 	KUNIT_EXPECT_TRUE(test, perf_bido_build_id(cached, &map));
 	bido_fill_id(id, 0x60);
 	KUNIT_EXPECT_EQ(test, map.flags, 0);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, BUILD_ID_SIZE_MAX);
 	KUNIT_EXPECT_MEMEQ(test, map.build_id, id, sizeof(id));
 
-	/* Nothing cached and read() fails: not read, and not remembered */
+	/* A size and no page: what an evicted file looks like */
+	KUNIT_ASSERT_EQ(test, 0, vfs_truncate(&holes->f_path, 4 * PAGE_SIZE));
+	replace_fops(holes, &bido_einval_fops);
 	memset(&map, 0, sizeof(map));
-	perf_bido_build_id(empty, &map);
+	KUNIT_EXPECT_FALSE(test, perf_bido_build_id(holes, &map));
 	KUNIT_EXPECT_EQ(test, map.flags, PERF_BUILD_ID_OFFSET_MAP_UNREADABLE);
 	KUNIT_EXPECT_EQ(test, map.build_id_size, 0);
 	KUNIT_EXPECT_TRUE(test, bido_all_zero(map.build_id, sizeof(map.build_id)));
-	perf_bido_key_init(&key, empty);
-	memset(&map, 0, sizeof(map));
-	KUNIT_EXPECT_FALSE(test, perf_bido_cache_lookup(&key, &map));
 }
 
 /* A table as the deferred work keeps it, from a resolved record */
@@ -673,7 +652,7 @@ static void bido_reuse_table(struct kunit *test)
 	next.nr_addrs = 1;
 	next.max_maps = PERF_BIDO_REUSE_MAPS;
 	perf_bido_find_vmas(current->mm, &next);
-	perf_bido_read_build_ids(&next);
+	perf_bido_read_build_ids(&next, NULL);
 	KUNIT_ASSERT_EQ(test, next.nr_maps, 1);
 	KUNIT_EXPECT_EQ(test, next.mm_seq, res.mm_seq);
 	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 3);
@@ -722,9 +701,9 @@ static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bido_stash_stale),
 	KUNIT_CASE(bido_table),
 	KUNIT_CASE(bido_table_truncated),
-	KUNIT_CASE(bido_cache),
+	KUNIT_CASE(bido_build_id_now),
 	KUNIT_CASE(bido_no_build_id),
-	KUNIT_CASE(bido_read_einval),
+	KUNIT_CASE(bido_page_cache_only),
 	KUNIT_CASE(bido_reuse_table),
 	{}
 };

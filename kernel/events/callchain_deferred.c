@@ -14,19 +14,27 @@
  * cookie.  Every sample of one kernel entry carries the same cookie: a
  * task sampled many times in one long system call gets one record.
  *
- * Records go where upstream sends them: to every event with
- * attr.defer_output among the events of the task's context and the
- * side-band events of the CPU the work runs on (perf_iterate_sb()).
- * Nothing references the sampling event between sample and record, so an
- * event closed in between leaves nothing to cancel or wait for.
+ * Records go to events with attr.defer_output among the events of the
+ * task's context and the side-band events of the CPU the work runs on
+ * (perf_iterate_sb()), as upstream sends them; of those, only to the
+ * receivers of the sessions whose events sampled the task in that entry
+ * (perf_bido_note_entry()), so that two sessions on one task each get
+ * their own.  Nothing references the sampling event between sample and
+ * record, so an event closed in between leaves nothing to cancel or wait
+ * for.
+ *
+ * A record is only as good as the user stack it walks: if the task
+ * exec()ed in the entry, the stack is the new program's, and the record
+ * has no frames (nr 0), rather than frames the samples never saw.
  *
  * PERF_SAMPLE_BUILD_ID_OFFSET asks the same framework in the same kernel
  * entry and gets the same cached walk, so its record of a cookie covers
  * every frame of the CALLCHAIN_DEFERRED record of that cookie.
  *
- * When the framework refuses (a kernel thread, an exiting task, no user
- * registers) the sample walks the user stack in the interrupt as without
- * defer_callchain.
+ * When no defer_output event exists anywhere, or the framework refuses
+ * (a kernel thread, an exiting task, no user registers), or the entry's
+ * records are out already and do not describe this sample, the sample
+ * walks the user stack in the interrupt as without defer_callchain.
  */
 
 #include <linux/perf_event.h>
@@ -35,6 +43,7 @@
 #include <linux/unwind_deferred.h>
 
 #include "internal.h"
+#include "build_id_offset.h"
 #include "callchain_deferred.h"
 
 static struct unwind_work perf_callchain_unwind_work;
@@ -49,6 +58,7 @@ struct perf_callchain_deferred_head {
 struct perf_callchain_deferred_output {
 	struct perf_callchain_deferred_head	head;
 	const struct unwind_stacktrace		*trace;
+	const struct perf_bido_sessions		*to;
 };
 
 static void perf_callchain_deferred_output(struct perf_event *event,
@@ -60,7 +70,7 @@ static void perf_callchain_deferred_output(struct perf_event *event,
 	struct perf_sample_data sample;
 	unsigned int i;
 
-	if (!event->attr.defer_output)
+	if (perf_bido_receiver(out->to, event) < 0)
 		return;
 
 	perf_event_header__init(&head.header, &sample,
@@ -108,23 +118,33 @@ static void perf_callchain_deferred_callback(struct unwind_work *work,
 		},
 		.trace = trace,
 	};
+	struct perf_bido_sessions to;
+
+	if (perf_bido_close_entry(cookie, &to))
+		out.head.nr = 0;
+	out.to = &to;
 
 	perf_iterate_sb(perf_callchain_deferred_output, &out, NULL);
 }
 
 /**
  * perf_callchain_defer - ask for the user callchain of this kernel entry
+ * @event: the sampling event
  *
  * Context: a sample of current, any context (NMI included).
  *
- * Return: the cookie the record will carry, or 0 when the framework
- * refused: the caller then walks the user stack itself.
+ * Return: the cookie the record will carry, or 0 when no record will
+ * come for this sample: the caller then walks the user stack itself.
  */
-u64 perf_callchain_defer(void)
+u64 perf_callchain_defer(struct perf_event *event)
 {
 	u64 cookie;
 
+	if (!atomic_read(&nr_defer_output_events))
+		return 0;
 	if (unwind_deferred_request(&perf_callchain_unwind_work, &cookie) < 0)
+		return 0;
+	if (!perf_bido_note_entry(event, cookie))
 		return 0;
 	return cookie;
 }

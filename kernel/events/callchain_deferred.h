@@ -9,17 +9,19 @@
 
 #include <linux/types.h>
 
+struct perf_event;
+
 #ifdef CONFIG_PERF_DEFERRED_CALLCHAIN
 
 void perf_callchain_deferred_init(void);
-u64 perf_callchain_defer(void);
+u64 perf_callchain_defer(struct perf_event *event);
 
 #else /* !CONFIG_PERF_DEFERRED_CALLCHAIN */
 
 static inline void perf_callchain_deferred_init(void) { }
 
 /* No cookie: the sample walks the user stack itself */
-static inline u64 perf_callchain_defer(void)
+static inline u64 perf_callchain_defer(struct perf_event *event)
 {
 	return 0;
 }

@@ -47,39 +47,8 @@ VISIBLE_IF_KUNIT int unwind_user_start_regs(struct unwind_user_state *state,
 		state->sp = lower_32_bits(state->sp);
 		state->fp = lower_32_bits(state->fp);
 	}
-	state->topmost = true;
 	state->done = false;
 	return 0;
-}
-
-/*
- * The innermost frame, stopped in a function's prologue before "mov %rsp,
- * %rbp" (a fault on its first instruction, an interrupt there): the frame
- * pointer is still the caller's, and following it would skip the caller.
- * The return address is on top of the stack, @pushed words above the
- * stack pointer, and the frame pointer stays as it is.  Returns false
- * when the frame is not in a prologue.
- */
-static bool unwind_user_prologue(struct unwind_user_state *state, int *ret)
-{
-	int pushed = arch_unwind_user_prologue(state->ip, state->ws);
-	unsigned long cfa, ra;
-
-	if (pushed < 0)
-		return false;
-	*ret = -EINVAL;
-	if (check_add_overflow(state->sp, (unsigned long)(pushed + 1) * state->ws,
-			       &cfa))
-		return true;
-	if (state->ws == sizeof(u32) && upper_32_bits(cfa))
-		return true;
-	if (arch_unwind_user_get_word(&ra, cfa - state->ws, state->ws) || !ra)
-		return true;
-
-	state->ip = ra;
-	state->sp = cfa;
-	*ret = 0;
-	return true;
 }
 
 /**
@@ -104,9 +73,10 @@ int unwind_user_start(struct unwind_user_state *state)
  * unwind_user_next - step to the caller's frame
  * @state: the walk, started by unwind_user_start()
  *
- * Follows the frame-pointer chain one frame up; from the innermost frame
- * of a function stopped in its prologue, takes the return address from
- * the top of the stack instead (see unwind_user_prologue()).  The walk
+ * Follows the frame-pointer chain one frame up, from every frame alike: the
+ * code at the IP is never read, so a function stopped in its prologue,
+ * before it has set up its frame, loses its caller (the chain goes on
+ * from the caller's caller) rather than getting a guessed one.  The walk
  * ends, setting
  * @state->done, at a frame pointer that is misaligned or below the stack
  * pointer (a leaf, a function built without frame pointers, or garbage), a
@@ -125,17 +95,6 @@ int unwind_user_next(struct unwind_user_state *state)
 
 	if (state->done)
 		return -EINVAL;
-
-	if (state->topmost) {
-		int ret;
-
-		state->topmost = false;
-		if (unwind_user_prologue(state, &ret)) {
-			if (ret)
-				state->done = true;
-			return ret;
-		}
-	}
 
 	arch_unwind_user_fp_frame(&frame, ws);
 

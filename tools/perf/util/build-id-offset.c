@@ -38,13 +38,18 @@
 #include <linux/string.h>
 #include <linux/zalloc.h>
 #include <api/fs/fs.h>
+#include <internal/lib.h>
 #include <perf/event.h>
+#ifdef HAVE_LIBELF_SUPPORT
+#include <gelf.h>
+#endif
 #ifdef HAVE_DEBUGINFOD_SUPPORT
 #include <elfutils/debuginfod.h>
 #endif
 
 #include "build-id-offset.h"
 #include "build-id.h"
+#include "callchain.h"
 #include "debug.h"
 #include "dso.h"
 #include "dsos.h"
@@ -59,6 +64,7 @@
 #include "sample.h"
 #include "symbol.h"
 #include "thread.h"
+#include "time-utils.h"
 #include "vdso.h"
 
 /* Held sample bytes above which the oldest are delivered unresolved */
@@ -213,20 +219,25 @@ static int bido_thread__release(struct bido_join *join, struct bido_thread *bt, 
  *
  * Returns 1 if the sample was kept (it is delivered later through
  * @deliver), 0 if the caller delivers it now: it has no cookie, its record
- * was seen already, or there is no memory to keep it.  Only for sessions
- * that deliver in time order.
+ * was seen already, or there is no memory to keep it.  Counts in @stats
+ * the samples of @evsel that have no cookie (no record will come) and
+ * those that name a record seen already (the task's last).  Only for
+ * sessions that deliver in time order.
  */
 int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		    union perf_event *event, struct perf_sample *sample,
-		    bido_deliver_fn deliver, void *data)
+		    struct events_stats *stats, bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join;
 	struct bido_thread *bt;
 	struct bido_held *held;
 	int err;
 
-	if (!sample->bido_cookie)
+	if (!sample->bido_cookie) {
+		if (evsel->core.attr.sample_type & PERF_SAMPLE_BUILD_ID_OFFSET)
+			stats->nr_bido_no_cookie++;
 		return 0;
+	}
 
 	join = machine__bido_join(machine);
 	if (!join)
@@ -246,8 +257,10 @@ int bido_join__hold(struct machine *machine, struct evsel *evsel,
 			.tid = sample->tid, .mm_changed = true, .event = event,
 		};
 
-		if (!bt->last_mm_changed)
+		if (!bt->last_mm_changed) {
+			stats->nr_bido_reused++;
 			return 0;
+		}
 		err = deliver(&now, /*joined=*/true, data);
 		return err ? err : 1;
 	}
@@ -560,6 +573,9 @@ static struct dso *build_id_offset__findnew_dso(struct machine *machine, struct 
 	free(name);
 	if (!dso)
 		return NULL;
+	/* A path from the cache: shown by its file name, as for an MMAP2 */
+	if (!build_id_offset__dso_is_unnamed(dso) && strrchr(dso__long_name(dso), '/'))
+		dso__set_short_name(dso, strrchr(dso__long_name(dso), '/') + 1, false);
 	dso__set_build_id(dso, bid);
 	if (dsos__add(&machine->dsos, dso)) {
 		dso__put(dso);
@@ -625,6 +641,86 @@ static int build_id_offset__insert_anon_map(struct machine *machine, struct thre
 	return err;
 }
 
+/* Does a map of @maps cover the first or the last byte of [@start, @end)? */
+static bool build_id_offset__maps_overlap(struct maps *maps, u64 start, u64 end)
+{
+	struct map *map = maps__find(maps, start);
+
+	if (!map)
+		map = maps__find(maps, end - 1);
+	map__put(map);
+	return map != NULL;
+}
+
+/*
+ * The other read-only loadable segments of the file whose code @map maps:
+ * records list executable mappings only, as MMAP2 does without mmap_data,
+ * but perf's DWARF unwinder reads a file's .eh_frame_hdr, in a read-only
+ * segment, through the thread's maps (perf record --call-graph dwarf
+ * synthesizes every mapping for that).  Placed where the program headers
+ * put them relative to the code; not where a map of the thread covers
+ * either end of one (a segment is a few pages next to the code).
+ */
+static void build_id_offset__insert_segments(struct machine *machine, struct thread *thread,
+					     struct map *map)
+{
+#ifdef HAVE_LIBELF_SUPPORT
+	struct dso *dso = map__dso(map);
+	u64 mask = ~((u64)page_size - 1), bias = 0;
+	Elf *elf = NULL;
+	bool found = false;
+	size_t i, nr;
+	GElf_Phdr ph;
+	int fd;
+
+	if (dso__is_vdso(dso) || build_id_offset__dso_is_unnamed(dso))
+		return;
+	fd = dso__data_get_fd(dso, machine);
+	if (fd < 0)
+		return;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_getphdrnum(elf, &nr))
+		goto out;
+	/* The executable segment the map is of tells where the file was loaded */
+	for (i = 0; i < nr && !found; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    map__pgoff(map) < (ph.p_offset & mask) ||
+		    map__pgoff(map) >= ph.p_offset + ph.p_filesz)
+			continue;
+		bias = map__start(map) - (map__pgoff(map) - (ph.p_offset & mask)) -
+		       (ph.p_vaddr & mask);
+		found = true;
+	}
+	for (i = 0; found && i < nr; i++) {
+		struct map *seg;
+		u64 start, end;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_flags & (PF_X | PF_W)) || !ph.p_filesz)
+			continue;
+		start = bias + (ph.p_vaddr & mask);
+		end = bias + ((ph.p_vaddr + ph.p_filesz + page_size - 1) & mask);
+		if (build_id_offset__maps_overlap(thread__maps(thread), start, end))
+			continue;
+		seg = map__new2(start, dso);
+		if (!seg)
+			break;
+		map__set_end(seg, end);
+		map__set_pgoff(seg, ph.p_offset & mask);
+		thread__insert_map(thread, seg);
+		map__put(seg);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	dso__data_put_fd(dso);
+#else
+	(void)machine;
+	(void)thread;
+	(void)map;
+#endif
+}
+
 static int build_id_offset__insert_map(struct machine *machine, struct thread *thread,
 				       const struct perf_record_build_id_offset_map *m)
 {
@@ -672,6 +768,9 @@ static int build_id_offset__insert_map(struct machine *machine, struct thread *t
 
 	/* The task's mm at the time of the record: replace what overlaps */
 	err = thread__insert_map(thread, map);
+	/* Only the DWARF unwinder reads them (as unwind__prepare_access() asks) */
+	if (!err && dwarf_callchain_users && !(m->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO))
+		build_id_offset__insert_segments(machine, thread, map);
 	map__put(map);
 	return err;
 }
@@ -775,12 +874,39 @@ struct bido_file {
 	u64			ino;
 };
 
-/* A task seen in samples, whose COMM the kernel did not give */
+/*
+ * A task seen in samples, whose COMM the kernel may not give.  Its comm is
+ * read from /proc the first time a sample of it is scanned, while it is
+ * most likely to live, and written out at the end of the pass.
+ */
 struct bido_task {
 	u32			pid;
 	u64			time;		/* of its earliest sample seen */
-	bool			done;
+	u8			tries;		/* reads of its comm that failed */
+	bool			has_comm;	/* comm[] was read */
+	bool			written;	/* its COMM is out */
+	bool			kernel;		/* the kernel gave a COMM */
+	bool			exited;		/* its EXIT went by */
+	char			comm[16];
 };
+
+/* Reads of a task's comm before it counts as gone */
+#define BIDO_COMM_TRIES		3
+
+/*
+ * Time a pass of bido_namer__run() may spend naming files: a process's
+ * files, over a slow file system, take a second to read, and the passes
+ * must go on scanning the tasks that exit meanwhile.
+ */
+#define BIDO_NAME_BUDGET_NS	(40ULL * 1000 * 1000)
+
+/*
+ * perf top joins and names on the thread that empties its queue: a pass
+ * of naming once in this time at most, so that at most a fifth of that
+ * thread's time goes to naming while files are left, and a long session
+ * that has seen many processes does not look at each of them per event.
+ */
+#define BIDO_LIVE_PERIOD_NS	(5 * BIDO_NAME_BUDGET_NS)
 
 struct bido_namer {
 	struct machine		*machine;
@@ -794,7 +920,12 @@ struct bido_namer {
 	void			*data;
 	/* Where a sample has its pid/tid and time, 0: not read */
 	u32			 tid_pos, time_pos;
+	/* Of the samples scanned: the latest time, and that at the last run */
+	u64			 max_time, run_time;
+	/* bido_live__event(): no naming before this rdclock() time */
+	u64			 live_next;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
+	u64			 nr_comm_failed, nr_budget;
 };
 
 #define BIDO_PID_PENDING	1
@@ -861,9 +992,10 @@ void bido_namer__delete(struct bido_namer *namer)
 	if (!namer)
 		return;
 	pr_debug("build-ID offset: named %" PRIu64 " build-IDs from %" PRIu64
-		 " files of %" PRIu64 " processes (%" PRIu64 " gone), %" PRIu64 " COMMs\n",
+		 " files of %" PRIu64 " processes (%" PRIu64 " gone, %" PRIu64
+		 " passes out of time), %" PRIu64 " COMMs (%" PRIu64 " tasks gone first)\n",
 		 namer->nr_named, namer->nr_files, namer->nr_pids, namer->nr_gone,
-		 namer->nr_comms);
+		 namer->nr_budget, namer->nr_comms, namer->nr_comm_failed);
 	if (namer->scans) {
 		hashmap__for_each_entry(namer->scans, cur, bkt)
 			free(cur->pvalue);
@@ -890,10 +1022,11 @@ void bido_namer__delete(struct bido_namer *namer)
  * 'perf record --synth=no' reads no COMM of the tasks that exist when it
  * starts.  With @comm set, the namer reads the comm of each task the
  * first time a sample of it comes out of the buffers, unless a COMM
- * record of the kernel came first, and hands it to @comm with a time just
- * before that of the task's earliest sample seen.  @sample_type is that
- * of every event (perf record gives all of them IP, TID and TIME, and
- * IDENTIFIER to all or none).
+ * record of the kernel came first, and at the end of the pass hands it to
+ * @comm with a time before every sample of the task still to come (see
+ * bido_namer__comm_time()).  @sample_type is that of every event (perf
+ * record gives all of them IP, TID and TIME, and IDENTIFIER to all or
+ * none).
  */
 void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm)
 {
@@ -929,6 +1062,24 @@ static struct bido_task *bido_namer__findnew_task(struct bido_namer *namer, u32 
 	return task;
 }
 
+/* Read the comm of @task now, while it lives; a few tries at most */
+static void bido_namer__read_comm(struct bido_namer *namer, struct bido_task *task, u32 tid)
+{
+	char comm[32];
+
+	if (task->has_comm || task->kernel || task->exited || task->tries >= BIDO_COMM_TRIES)
+		return;
+	if (build_id_offset__read_comm(task->pid, tid, comm, sizeof(comm))) {
+		if (++task->tries == BIDO_COMM_TRIES)
+			namer->nr_comm_failed++;
+		return;
+	}
+	/* A comm is at most TASK_COMM_LEN - 1 bytes */
+	comm[sizeof(task->comm) - 1] = '\0';
+	memcpy(task->comm, comm, sizeof(task->comm));
+	task->has_comm = true;
+}
+
 /* A task that needs its comm from @time on, unless the kernel gave it */
 static void bido_namer__task(struct bido_namer *namer, u32 pid, u32 tid, u64 time)
 {
@@ -945,9 +1096,10 @@ static void bido_namer__task(struct bido_namer *namer, u32 pid, u32 tid, u64 tim
 	if (added) {
 		task->pid = pid;
 		task->time = time;
-	} else if (!task->done && time < task->time) {
+	} else if (!task->written && time < task->time) {
 		task->time = time;
 	}
+	bido_namer__read_comm(namer, task, tid);
 }
 
 static void bido_namer__sample(struct bido_namer *namer, const u8 *prefix, u32 len)
@@ -960,6 +1112,8 @@ static void bido_namer__sample(struct bido_namer *namer, const u8 *prefix, u32 l
 	memcpy(&pid, prefix + namer->tid_pos, sizeof(pid));
 	memcpy(&tid, prefix + namer->tid_pos + sizeof(pid), sizeof(tid));
 	memcpy(&time, prefix + namer->time_pos, sizeof(time));
+	if (time > namer->max_time)
+		namer->max_time = time;
 	bido_namer__task(namer, pid, tid, time);
 }
 
@@ -970,7 +1124,7 @@ static void bido_namer__comm_record(struct bido_namer *namer, u32 tid)
 	struct bido_task *task = bido_namer__findnew_task(namer, tid, &added);
 
 	if (task)
-		task->done = true;
+		task->kernel = true;
 }
 
 /* One record's first bytes: note a process to name, or one that ended */
@@ -1016,11 +1170,15 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 			return;
 		memcpy(&pid, prefix + offsetof(struct perf_record_fork, pid), sizeof(pid));
 		memcpy(&tid, prefix + offsetof(struct perf_record_fork, tid), sizeof(tid));
-		/* The pid may be a new process's next time, the tid a new task's */
+		/*
+		 * The pid may be a new process's next time.  The task keeps
+		 * its entry until the end of the pass: its comm, read at its
+		 * first sample, still goes out.
+		 */
 		if (pid == tid)
 			hashmap__delete(namer->pids, pid, NULL, NULL);
-		if (hashmap__delete(namer->tasks, tid, NULL, &task))
-			free(task);
+		if (hashmap__find(namer->tasks, tid, &task))
+			task->exited = true;
 		break;
 	default:
 		break;
@@ -1088,7 +1246,7 @@ out:
  * Name the build-ID of one file mapping of @pid, through map_files: the
  * file the task maps even if renamed or deleted since.  Without the
  * capability map_files asks for, the path that maps shows, if it is still
- * the same inode.
+ * the same inode.  The caller skips the files seen before.
  */
 static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start, u64 end,
 				 const struct bido_file *f, const char *path)
@@ -1100,8 +1258,6 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 	ssize_t len;
 	int fd, ret;
 
-	if (hashmap__find(namer->files, f, NULL))
-		return 0;
 	seen = memdup(f, sizeof(*f));
 	if (!seen)
 		return -ENOMEM;
@@ -1114,14 +1270,26 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 		 procfs__mountpoint(), pid, start, end);
 	fd = open(link, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		int pfd;
+
+		/*
+		 * Not opened for reading before it is known to be the mapped
+		 * file: whoever can write to its directory may have put a FIFO
+		 * (whose open would wait for a writer) or a link there
+		 */
+		pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0)
 			return 0;
-		if (fstat(fd, &st) || st.st_ino != f->ino ||
+		if (fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_ino != f->ino ||
 		    makedev(f->dev >> 32, f->dev & 0xffffffff) != st.st_dev) {
-			close(fd);
+			close(pfd);
 			return 0;
 		}
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+		fd = open(link, O_RDONLY | O_CLOEXEC);
+		close(pfd);
+		if (fd < 0)
+			return 0;
 	}
 	namer->nr_files++;
 
@@ -1141,18 +1309,22 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 	return ret;
 }
 
-/* The executable file mappings of a process, each file once */
-static int bido_namer__name_pid(struct bido_namer *namer, pid_t pid)
+/*
+ * The executable file mappings of a process, each file once.  Returns 1
+ * if @deadline passed first (the files named so far stay named, the rest
+ * wait for the next pass), 0 when done, or a negative error.
+ */
+static int bido_namer__name_pid(struct bido_namer *namer, pid_t pid, u64 deadline)
 {
 	char path[PATH_MAX], perms[5], *line = NULL;
 	size_t line_size = 0;
 	int err = 0;
 	FILE *fp;
 
-	namer->nr_pids++;
 	snprintf(path, sizeof(path), "%s/%d/maps", procfs__mountpoint(), pid);
 	fp = fopen(path, "re");
 	if (!fp) {
+		namer->nr_pids++;
 		namer->nr_gone++;
 		return 0;
 	}
@@ -1172,10 +1344,18 @@ static int bido_namer__name_pid(struct bido_namer *namer, pid_t pid)
 		name[strcspn(name, "\n")] = '\0';
 		f.dev = (u64)major << 32 | minor;
 		f.ino = ino;
+		if (hashmap__find(namer->files, &f, NULL))
+			continue;
+		if (rdclock() > deadline) {
+			err = 1;
+			break;
+		}
 		err = bido_namer__name_file(namer, pid, start, end, &f, name);
 	}
 	free(line);
 	fclose(fp);
+	if (!err)
+		namer->nr_pids++;
 	return err;
 }
 
@@ -1203,57 +1383,106 @@ int build_id_offset__read_comm(u32 pid, u32 tid, char *comm, size_t size)
 	return 0;
 }
 
-/* A task's comm, from /proc, for its samples from @time on */
-static int bido_namer__comm(struct bido_namer *namer, u32 pid, u32 tid, u64 time)
+/*
+ * The time of a COMM written at the end of a pass.  perf report orders
+ * the records by rounds (one per pass): a record of this round may be
+ * later than one of the next round, never than one of the round after.
+ * The task's samples still to come are later than those of the last
+ * round, so a COMM at the latest time the last round saw precedes them,
+ * as it precedes this round's if earlier than the first of those.
+ */
+static u64 bido_namer__comm_time(const struct bido_namer *namer, const struct bido_task *task)
 {
-	char comm[32];
+	return min(task->time ? task->time - 1 : 0, namer->run_time);
+}
 
-	if (build_id_offset__read_comm(pid, tid, comm, sizeof(comm)))
+/*
+ * Write the COMMs of the tasks seen in this pass's samples, and forget
+ * the tasks that exited.  A task whose comm could not be read (gone
+ * already) gets none; its samples show its tid.
+ */
+static int bido_namer__comms(struct bido_namer *namer)
+{
+	struct hashmap_entry *cur, *tmp;
+	size_t bkt;
+	int err = 0;
+
+	hashmap__for_each_entry_safe(namer->tasks, cur, tmp, bkt) {
+		struct bido_task *task = cur->pvalue;
+
+		if (task->has_comm && !task->written && !task->kernel) {
+			task->written = true;
+			namer->nr_comms++;
+			err = namer->comm(task->pid, cur->key, bido_namer__comm_time(namer, task),
+					  task->comm, namer->data);
+			if (err)
+				break;
+		}
+		if (task->exited) {
+			hashmap__delete(namer->tasks, cur->key, NULL, NULL);
+			free(task);
+		}
+	}
+	namer->run_time = namer->max_time;
+	return err;
+}
+
+/*
+ * Name the files of the processes seen, within the time left: perf's own
+ * last, as it maps some forty files and lives to the end.  Returns 1 if
+ * out of time with files of other processes left, 0, or a negative error.
+ */
+static int bido_namer__files(struct bido_namer *namer, u64 deadline)
+{
+	pid_t self = getpid();
+	struct hashmap_entry *cur;
+	bool self_pending = false;
+	size_t bkt;
+	int ret;
+
+	hashmap__for_each_entry(namer->pids, cur, bkt) {
+		if (cur->value != BIDO_PID_PENDING)
+			continue;
+		if (cur->key == self) {
+			self_pending = true;
+			continue;
+		}
+		ret = bido_namer__name_pid(namer, cur->key, deadline);
+		if (ret)
+			return ret;
+		cur->value = BIDO_PID_DONE;
+	}
+	if (!self_pending)
 		return 0;
-	namer->nr_comms++;
-	return namer->comm(pid, tid, time ? time - 1 : 0, comm, namer->data);
+	ret = bido_namer__name_pid(namer, self, deadline);
+	if (!ret)
+		hashmap__update(namer->pids, self, BIDO_PID_DONE, NULL, NULL);
+	return ret < 0 ? ret : 0;
 }
 
 /**
  * bido_namer__run - name what bido_namer__scan() saw
  *
- * The comm of each task seen since the last run (with bido_namer__set_comm()),
- * then the files of each process seen since the last run, once in its
- * life: the mappings it makes from now on come with MMAP2 records, which
- * name their files.  Returns what @named or @comm returned if it failed,
- * else 0.
+ * The COMMs of the tasks seen since the last run (with
+ * bido_namer__set_comm()), their comms read when first seen; then the
+ * files of each process seen, once in its life: the mappings it makes
+ * from now on come with MMAP2 records, which name their files.  Naming
+ * files stops after BIDO_NAME_BUDGET_NS and goes on at the next run.
+ * Returns what @named or @comm returned if it failed, else 1 if files of
+ * processes other than perf are left to name, else 0.
  */
 int bido_namer__run(struct bido_namer *namer)
 {
-	struct hashmap_entry *cur;
-	size_t bkt;
+	u64 deadline = rdclock() + BIDO_NAME_BUDGET_NS;
 	int err = 0;
 
 	mutex_lock(&namer->lock);
-	/*
-	 * Comms first: one read each.  Naming a process's files opens and
-	 * reads every one (perf itself maps some forty), and a task that
-	 * exits meanwhile would get no comm.
-	 */
-	hashmap__for_each_entry(namer->tasks, cur, bkt) {
-		struct bido_task *task = cur->pvalue;
-
-		if (task->done)
-			continue;
-		task->done = true;
-		err = bido_namer__comm(namer, task->pid, cur->key, task->time);
-		if (err)
-			goto out;
-	}
-	hashmap__for_each_entry(namer->pids, cur, bkt) {
-		if (cur->value != BIDO_PID_PENDING)
-			continue;
-		cur->value = BIDO_PID_DONE;
-		err = bido_namer__name_pid(namer, cur->key);
-		if (err)
-			break;
-	}
-out:
+	if (namer->comm)
+		err = bido_namer__comms(namer);
+	if (!err)
+		err = bido_namer__files(namer, deadline);
+	if (err > 0)
+		namer->nr_budget++;
 	mutex_unlock(&namer->lock);
 	return err;
 }
@@ -1291,14 +1520,28 @@ static void bido_live__comm(struct machine *machine, struct perf_sample *sample)
 	thread__put(thread);
 }
 
+/* A pass of naming if one is due (see BIDO_LIVE_PERIOD_NS) */
+static int bido_live__name(struct bido_namer *namer)
+{
+	u64 now = rdclock();
+
+	if (now < namer->live_next)
+		return 0;
+	/* Even with nothing left: a pass looks at every process seen */
+	namer->live_next = now + BIDO_LIVE_PERIOD_NS;
+	return bido_namer__run(namer);
+}
+
 /**
  * bido_live__event - join live events, in time order, without a session
  *
  * For a tool that reads the buffers itself and delivers their events in
  * time order (perf top's ordered queue), on one thread.  The tool calls
  * this for each event of @machine before its own handling; @namer names
- * the files of processes that existed before the tool started, and the
- * comm of a task without one is read from /proc at its first sample.
+ * the files of processes that existed before the tool started (one pass
+ * of bido_namer__run() per BIDO_LIVE_PERIOD_NS at most, at a sample or a
+ * record), and the comm of a task without one is read from /proc at its
+ * first sample.
  *
  * Returns 1 if the event was taken: a sample held for its record (it goes
  * to @fn later, or unresolved), or a record whose maps went in (and whose
@@ -1315,20 +1558,26 @@ int bido_live__event(struct machine *machine, struct bido_namer *namer, struct e
 	struct perf_record_build_id_offset *bido = &event->build_id_offset;
 	int ret;
 
+	/*
+	 * At samples too: a task that no longer needs new records still has
+	 * files to name
+	 */
+	if (namer && (event->header.type == PERF_RECORD_SAMPLE ||
+		      event->header.type == PERF_RECORD_BUILD_ID_OFFSET)) {
+		if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET)
+			bido_namer__scan(namer, namer, event, event->header.size);
+		ret = bido_live__name(namer);
+		if (ret < 0)
+			return ret;
+	}
+
 	switch (event->header.type) {
 	case PERF_RECORD_SAMPLE:
 		bido_live__comm(machine, sample);
-		if (!sample->bido_cookie)
-			return 0;
-		return bido_join__hold(machine, evsel, event, sample, bido_live__deliver, &args);
+		return bido_join__hold(machine, evsel, event, sample, stats, bido_live__deliver,
+				       &args);
 	case PERF_RECORD_BUILD_ID_OFFSET:
 		events_stats__inc(stats, event->header.type);
-		if (namer) {
-			bido_namer__scan(namer, namer, event, event->header.size);
-			ret = bido_namer__run(namer);
-			if (ret)
-				return ret;
-		}
 		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_live__deliver,
 					      &args);
 		if (!ret)

@@ -51,7 +51,7 @@ int bido_held__deliver(struct bido_held *held, bool joined, struct machine *mach
 		       struct events_stats *stats, bido_sample_fn fn, void *data);
 int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		    union perf_event *event, struct perf_sample *sample,
-		    bido_deliver_fn deliver, void *data);
+		    struct events_stats *stats, bido_deliver_fn deliver, void *data);
 int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
 			    bido_deliver_fn deliver, void *data);
 int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,

@@ -65,44 +65,4 @@ static inline int arch_unwind_user_get_word(unsigned long *word,
 	return 0;
 }
 
-/*
- * How many words the function at @ip has pushed since it was entered,
- * when its frame-pointer prologue has not set up its frame yet: 0 at
- * the first instruction (an ENDBR landing pad, or "push %rbp"), 1 at
- * "mov %rsp, %rbp" (REX.W in 64-bit code; both encodings).  -1 anywhere
- * else, and when the code cannot be read.  Only the innermost frame can
- * be in a prologue: a return address follows a call, never a prologue.
- * May fault and sleep.
- */
-static inline int arch_unwind_user_prologue(unsigned long ip, unsigned int ws)
-{
-	static const u8 endbr[3] = { 0xf3, 0x0f, 0x1e };
-	const u8 *mov;
-	u8 insn[4];
-
-	if (copy_from_user(insn, (const void __user *)ip, sizeof(insn))) {
-		/* The last bytes of a mapping: room for a push only */
-		if (get_user(insn[0], (const u8 __user *)ip))
-			return -1;
-		return insn[0] == 0x55 ? 0 : -1;
-	}
-	/* endbr64 is f3 0f 1e fa, endbr32 f3 0f 1e fb */
-	if (!memcmp(insn, endbr, sizeof(endbr)) &&
-	    (insn[3] == 0xfa || insn[3] == 0xfb))
-		return 0;
-	if (insn[0] == 0x55)
-		return 0;
-	/* mov %rsp, %rbp: 89 e5 or 8b ec, after REX.W (0x48) in 64-bit code */
-	mov = insn;
-	if (ws == sizeof(u64)) {
-		if (insn[0] != 0x48)
-			return -1;
-		mov++;
-	}
-	if ((mov[0] == 0x89 && mov[1] == 0xe5) ||
-	    (mov[0] == 0x8b && mov[1] == 0xec))
-		return 1;
-	return -1;
-}
-
 #endif /* _ASM_X86_UNWIND_USER_H */

@@ -60,7 +60,7 @@ check_join() {
   fi
   if ! awk -v strict="${strict}" '
     / PERF_RECORD_SAMPLE\(/ { split($0, a, ": "); split(a[3], t, "/"); tid = t[2] + 0 }
-    / \.\. bido cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
+    / \.\. build-ID offset cookie: / { c = $NF; if (c != "0") want[tid " " c] = 1 }
     / PERF_RECORD_BUILD_ID_OFFSET / {
       split($0, a, "BUILD_ID_OFFSET "); split(a[2], f, /[ \/:]+/)
       key = f[2] " " f[4]; seen[key]++; nrec++
@@ -139,6 +139,41 @@ test_exclude_user() {
   check_join "Kernel and user" 1
 }
 
+# perf report --stats counts the samples that carry no cookie (no record
+# will come for them) and those that name a record that came before them
+# (the kernel reused the task's last record).  A task spinning in user
+# space without -g gets one record and names it from then on.
+test_stats() {
+  local stats nocookie reused want
+
+  echo "Build-ID offset counts in perf report --stats"
+  if ! perf record --buildid-offset -e cpu-clock -c 1000000 --synth=no \
+       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+  then
+    echo "Stats [Failed record]"
+    err=1
+    return
+  fi
+  stats=$(perf report -i "${perfdata}" --stats 2> /dev/null)
+  nocookie=$(echo "${stats}" | awk '/BUILD_ID_OFFSET no_cookie/ { print $NF }')
+  reused=$(echo "${stats}" | awk '/BUILD_ID_OFFSET reused/ { print $NF }')
+  if [ -z "${nocookie}" ] || [ -z "${reused}" ]
+  then
+    echo "Stats [Failed no no_cookie or reused line]"
+    echo "${stats}" | grep -a BUILD_ID_OFFSET
+    err=1
+    return
+  fi
+  want=$(perf report -D -i "${perfdata}" 2> /dev/null | grep -c ' \.\. build-ID offset cookie: 0$' || true)
+  if [ "${nocookie}" != "${want}" ] || [ "${reused}" -eq 0 ]
+  then
+    echo "Stats [Failed ${nocookie} samples without a cookie (the dump has ${want}), ${reused} reused]"
+    err=1
+    return
+  fi
+  echo "Stats [Success: ${reused} samples named an earlier record, ${nocookie} had no cookie]"
+}
+
 test_script() {
   echo "Build-ID offset in perf script"
   perf record --buildid-offset -e cpu-clock -c 1000000 \
@@ -213,6 +248,7 @@ test_support
 test_workload
 test_system_wide
 test_exclude_user
+test_stats
 test_script
 test_inject
 test_alias

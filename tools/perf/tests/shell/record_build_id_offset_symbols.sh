@@ -6,7 +6,9 @@
 # PERF_RECORD_BUILD_ID_OFFSET records joined with them by cookie: 'perf
 # report' must show the same top symbols as plain 'perf record -g' for
 # threads, dlopen()ed code, fork + exec, children that live 5 ms and a
-# process perf attaches to (whose mappings no MMAP records describe).
+# process perf attaches to (whose mappings no MMAP records describe);
+# and --call-graph dwarf must find the same callers in code built
+# without frame pointers.
 
 set -e
 
@@ -267,38 +269,116 @@ test_case() {
 }
 
 # Mappings made before perf started: only the records describe them
-test_attach() {
-  local what="Attached to a running process" failed=0
+# record_attached WHAT PERIOD CALLGRAPH WORKLOAD...: base.data and
+# bido.data (--buildid-offset --synth=no), each of a fresh run of
+# WORKLOAD that perf attaches to; fails the case if perf record fails
+record_attached() {
+  local what=$1 period=$2 cg=$3 out failed=0
+  local -a opts
 
+  shift 3
   for out in base bido
   do
     # Runs until killed: perf may take seconds to start under emulation
-    "${tmpdir}/bidowork" threads 600 &
+    "$@" &
     bgpid=$!
     sleep 0.5
-    if [ "${out}" = base ]
-    then
-      set -- -g
-    else
-      set -- --buildid-offset --synth=no -g
-    fi
-    if ! perf record "$@" -e cpu-clock:u -c 500000 -p "${bgpid}" \
+    opts=("${cg}")
+    [ "${out}" = bido ] && opts=(--buildid-offset --synth=no "${cg}")
+    if ! perf record "${opts[@]}" -e cpu-clock:u -c "${period}" -p "${bgpid}" \
          -o "${tmpdir}/${out}.data" -- sleep "${secs}" > "${tmpdir}/record.log" 2>&1
     then
-      echo "perf record $* -p: $(tail -n 3 "${tmpdir}/record.log")"
+      echo "perf record ${opts[*]} -p: $(tail -n 3 "${tmpdir}/record.log")"
       failed=1
     fi
     kill "${bgpid}" 2> /dev/null || true
     wait "${bgpid}" 2> /dev/null || true
     bgpid=
   done
-  if [ "${failed}" = 1 ]
+  [ "${failed}" = 0 ] && return 0
+  echo "${what} [Failed record]"
+  err=1
+  return 1
+}
+
+test_attach() {
+  local what="Attached to a running process"
+
+  record_attached "${what}" 500000 -g "${tmpdir}/bidowork" threads 600 || return 0
+  compare "${what}" "bido_thread_one bido_thread_two"
+}
+
+# --call-graph dwarf on code built without frame pointers, in a process
+# perf attaches to: a library frame that only a DWARF unwinder finds (the
+# library's function calls back into the program, where every sample
+# lands) must still resolve.  Only a record can describe the library (it
+# was mapped before perf started), and the frame-pointer walk never
+# reaches it: the records cover the code addresses in the dumped stack.
+test_dwarf() {
+  local what="DWARF unwinding without frame pointers" cc=${CC:-cc} out base bido
+  local flags="-O1 -g -fomit-frame-pointer -Wl,--build-id"
+
+  cat > "${tmpdir}/bidonofp_lib.c" << 'EOF'
+int bidonofp_outer(int (*cb)(int), int n)
+{
+	int i, s = 0;
+
+	for (i = 0; i < n; i++)
+		s += cb(i);
+	return s;
+}
+EOF
+  cat > "${tmpdir}/bidonofp.c" << 'EOF'
+int bidonofp_outer(int (*cb)(int), int n);
+
+static __attribute__((noinline)) int bidonofp_leaf(int i)
+{
+	volatile int x = 0;
+	int k;
+
+	for (k = 0; k < 1000; k++)
+		x += i ^ k;
+	return x;
+}
+
+int main(void)
+{
+	volatile int sink = 0;
+
+	for (;;)
+		sink += bidonofp_outer(bidonofp_leaf, 1000);
+	return sink;
+}
+EOF
+  if ! ${cc} ${flags} -fPIC -shared -o "${tmpdir}/libbidonofp.so" "${tmpdir}/bidonofp_lib.c" ||
+     ! ${cc} ${flags} -o "${tmpdir}/bidonofp" "${tmpdir}/bidonofp.c" \
+       -L"${tmpdir}" -lbidonofp -Wl,-rpath,"${tmpdir}"
   then
-    echo "${what} [Failed record]"
+    echo "${what} [Skipped cannot build the workload]"
+    return
+  fi
+  record_attached "${what}" 2000000 "--call-graph=dwarf" "${tmpdir}/bidonofp" || return 0
+  # The library's function is the caller of nearly every sample: its
+  # share with children is what the unwinder found above the leaf
+  for out in base bido
+  do
+    perf report -i "${tmpdir}/${out}.data" --stdio --children --sort sym -g none -q \
+         2> /dev/null | awk '$NF == "bidonofp_outer" { sub(/%/, "", $1); print $1 }' \
+         > "${tmpdir}/${out}.outer"
+  done
+  base=$(head -n 1 "${tmpdir}/base.outer")
+  bido=$(head -n 1 "${tmpdir}/bido.outer")
+  if ! awk -v a="${base:-0}" -v b="${bido:-0}" 'BEGIN { exit !(a >= 50 && b >= 50) }'
+  then
+    echo "  bidonofp_outer with children: ${base:-0}% without," \
+         "${bido:-0}% with --buildid-offset, want >= 50% in both"
+    perf report -i "${tmpdir}/bido.data" --stdio --children --sort dso,sym -g none -q \
+         2> /dev/null | head -8
+    echo "${what} [Failed]"
     err=1
     return
   fi
-  compare "${what}" "bido_thread_one bido_thread_two"
+  echo "${what} [Success: bidonofp_outer ${base}% without, ${bido}% with --buildid-offset]"
 }
 
 test_support
@@ -309,6 +389,7 @@ test_case "dlopen" "bidodl_inner bido_main_spin" "${w}" dlopen "${secs}" "${tmpd
 test_case "Fork and exec" "bido_exec_child bido_main_spin" "${w}" forkexec "${secs}"
 test_case "Short-lived children" "bido_short_child" "${w}" children "${secs}"
 test_attach
+test_dwarf
 
 cleanup
 exit $err

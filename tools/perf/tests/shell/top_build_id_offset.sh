@@ -54,9 +54,10 @@ fail() {
   err=1
 }
 
-# bidojit FIFO MS spin|jit: waits for a line on the FIFO, then spins for
-# MS ms in bidojit_spin(), or in jit_spin(): code copied to anonymous
-# memory, listed in /tmp/perf-PID.map.
+# bidojit FIFO MS spin|jit [DONE]: waits for a line on the FIFO, then
+# spins for MS ms in bidojit_spin(), or in jit_spin(): code copied to
+# anonymous memory, listed in /tmp/perf-PID.map.  With DONE, it then
+# writes that file and waits for a second line before it exits.
 build_workload() {
   local rc=0
 
@@ -119,12 +120,19 @@ int main(int argc, char **argv)
 		fclose(fp);
 		spin = (long (*)(long))p;
 	}
-	fd = open(argv[1], O_RDONLY);
+	/* Read and write: no end of file, a second read waits for a line */
+	fd = open(argv[1], argc > 4 ? O_RDWR : O_RDONLY);
 	if (fd < 0 || read(fd, &c, 1) != 1)
 		return 1;
 	end = now() + atoi(argv[2]) / 1000.0;
 	while (now() < end)
 		spin(1000000);
+	if (argc > 4) {
+		int done = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (done < 0 || write(done, "1", 1) != 1 || read(fd, &c, 1) != 1)
+			return 1;
+	}
 	return 0;
 }
 EOF
@@ -144,11 +152,12 @@ test_support() {
   exit "${rc}"
 }
 
-# Start a workload, blocked on FIFO $1, before perf: $2 ms, mode $3
+# Start a workload, blocked on FIFO $1, before perf: $2 ms, mode $3,
+# and with $4, the file it writes when done spinning (then it waits)
 start_workload() {
   rm -f "$1"
   mkfifo "$1"
-  "${tmpdir}/bidojit" "$1" "$2" "$3" &
+  "${tmpdir}/bidojit" "$@" &
   wpids+=($!)
 }
 
@@ -173,11 +182,47 @@ has_line() {
   grep -qaE "^ *[0-9.]+% +$2 +$3 +\[\.\] $4 *\$" "$1"
 }
 
+# Stop perf top ($tpid) with SIGINT.  It must exit: if it has not after
+# 120 s, say where its threads wait, and kill it.
+stop_top() {
+  local t
+
+  kill -INT "${tpid}"
+  for _ in $(seq 1200); do
+    kill -0 "${tpid}" 2> /dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "${tpid}" 2> /dev/null
+  then
+    fail "$1: perf top did not exit within 120 s of SIGINT"
+    for t in /proc/"${tpid}"/task/*; do
+      echo "  $(cat "${t}/comm" 2> /dev/null): $(cat "${t}/wchan" 2> /dev/null)"
+      head -n 8 "${t}/stack" 2> /dev/null | sed 's/^/    /'
+    done
+    kill -9 "${tpid}"
+  fi
+  wait "${tpid}" || true
+  tpid=
+}
+
+# Wait (90 s at most) for perf top's output $1 to have a line matching
+# the extended regular expression $2, while perf top lives: its screens
+# lag behind the samples by as long as it takes to load the symbols
+wait_line() {
+  for _ in $(seq 900); do
+    grep -qaE "$2" "$1" && return 0
+    kill -0 "${tpid}" 2> /dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 # perf record --synth=$1 (no: comms read at first sample; task: all
 # read at start, maps still from the records): the comm of a task older
-# than perf, and its JIT code
+# than perf, and its JIT code.  The task lives until perf has stopped.
 test_record() {
-  start_workload "${tmpdir}/go1" 1500 jit
+  rm -f "${tmpdir}/spun"
+  start_workload "${tmpdir}/go1" 1500 jit "${tmpdir}/spun"
   jitpid=${wpids[-1]}
   # -v: on a failure, the namer's count of COMMs it gave shows
   if ! bido_record_start /dev/null "${tmpdir}/rec.err" -v -o "${tmpdir}/rec.data" -a \
@@ -188,8 +233,10 @@ test_record() {
   fi
   tpid=${bido_rpid}
   echo > "${tmpdir}/go1"
-  wait "${jitpid}" || true
+  wait_for "${tmpdir}/spun" "" "${jitpid}" || fail "record --synth=$1: the workload failed"
   bido_record_stop; tpid=
+  echo > "${tmpdir}/go1"
+  wait "${jitpid}" || true
   perf report -i "${tmpdir}/rec.data" --stdio --sort comm,dso,sym -q 2> /dev/null \
     > "${tmpdir}/rec.txt"
   if ! has_line "${tmpdir}/rec.txt" bidojit "\[JIT\] tid ${jitpid}" jit_spin
@@ -231,9 +278,9 @@ test_top() {
   echo > "${tmpdir}/go2"
   echo > "${tmpdir}/go3"
   wait "${tpidw}" "${jitpid}" || true
-  kill -INT "${tpid}"
-  wait "${tpid}" || true
-  tpid=
+  wait_line "${tmpdir}/top.txt" "bidojit_spin *\$" || true
+  wait_line "${tmpdir}/top.txt" "jit_spin *\$" || true
+  stop_top top
   if ! has_line "${tmpdir}/top.txt" bidojit bidojit bidojit_spin
   then
     fail "top: no 'bidojit bidojit bidojit_spin' line"
@@ -274,11 +321,10 @@ test_hide_user() {
     cat "${tmpdir}/top-u.err"
     return
   fi
-  # A few screens more
-  sleep 3
-  kill -INT "${tpid}"
-  wait "${tpid}" || true
-  tpid=
+  # Until dd's kernel samples show: the first kernel sample makes perf
+  # top load the kernel's symbols, which takes a while under emulation
+  wait_line "${tmpdir}/top-u.txt" "^ *[0-9.]+% +dd +\[kernel" || true
+  stop_top "top -U"
   kill "${dpid}" 2> /dev/null || true
   if ! grep -qaE "^ *[0-9.]+% +dd +\[kernel(\.kallsyms)?\] *\$" "${tmpdir}/top-u.txt"
   then

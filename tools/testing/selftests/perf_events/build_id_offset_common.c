@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
@@ -69,6 +70,122 @@ bool bido_supported(struct perf_event_attr *attr)
 	if (fd >= 0)
 		close(fd);
 	return fd >= 0;
+}
+
+/*
+ * The opener: a process of its own that opens events for the caller and
+ * hands their file descriptors back over a unix socket (SCM_RIGHTS).  Its
+ * events are another session's than the caller's: the kernel routes
+ * records by the process that opened the sampling event.
+ */
+struct opener_req {
+	struct perf_event_attr attr;
+	pid_t pid;
+	int cpu;
+};
+
+static void opener_serve(int sock)
+{
+	struct opener_req req;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+
+	while (recv(sock, &req, sizeof(req), 0) == sizeof(req)) {
+		int fd = perf_open(&req.attr, req.pid, req.cpu);
+		int err = fd < 0 ? errno : 0;
+		struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+		if (fd >= 0) {
+			struct cmsghdr *c;
+
+			memset(cbuf, 0, sizeof(cbuf));
+			msg.msg_control = cbuf;
+			msg.msg_controllen = sizeof(cbuf);
+			c = CMSG_FIRSTHDR(&msg);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		}
+		if (sendmsg(sock, &msg, 0) < 0)
+			break;
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+int opener_start(struct opener *o)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	o->pid = fork();
+	if (o->pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (!o->pid) {
+		close(sv[0]);
+		opener_serve(sv[1]);
+		_exit(0);
+	}
+	close(sv[1]);
+	o->sock = sv[0];
+	return 0;
+}
+
+int opener_open(struct opener *o, struct perf_event_attr *attr, pid_t pid,
+		int cpu)
+{
+	struct opener_req req = { .attr = *attr, .pid = pid, .cpu = cpu };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	int err = 0, fd = -1;
+	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+
+	if (send(o->sock, &req, sizeof(req), 0) != sizeof(req) ||
+	    recvmsg(o->sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(err))
+		return -EIO;
+	if (err)
+		return -err;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -EIO;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+int opener_ring(struct opener *o, struct ring *rb,
+		struct perf_event_attr *attr, pid_t pid, int cpu, int pages)
+{
+	int err;
+
+	memset(rb, 0, sizeof(*rb));
+	rb->fd = opener_open(o, attr, pid, cpu);
+	if (rb->fd < 0)
+		return rb->fd;
+	err = ring_map(rb, pages);
+	if (err)
+		close(rb->fd);
+	return err;
+}
+
+/*
+ * After the caller closed the events: once the opener is gone, its events
+ * belong to no session, and their records go to every receiver
+ */
+void opener_stop(struct opener *o)
+{
+	int status;
+
+	close(o->sock);
+	waitpid(o->pid, &status, 0);
 }
 
 /* Map the ring buffer of @rb->fd; the data pages are read-only */
@@ -310,6 +427,48 @@ static void parse_sample(struct trace *t, const struct perf_event_header *h)
 	t->nr_s++;
 }
 
+/* A sample of struct trace's stack_dump layout */
+static void parse_stack_sample(struct trace *t, const struct perf_event_header *h)
+{
+	const uint64_t *p = (const void *)(h + 1);
+	const uint64_t *end = (const void *)((const char *)h + h->size);
+	uint64_t ip, size, dyn, i;
+	struct sample *s;
+
+	if (t->nr_s == t->max_s)
+		t->s = grow(t->s, &t->max_s, sizeof(*t->s));
+	s = &t->s[t->nr_s];
+	memset(s, 0, sizeof(*s));
+	ip = *p++;
+	s->pid = *p & 0xffffffff;
+	s->tid = *p++ >> 32;
+	s->time = *p++;
+	s->cpu = *p++ & 0xffffffff;
+	/* The ABI, then the one register if there is one */
+	if (*p++)
+		p++;
+	size = *p++;
+	if (p + size / 8 + (size ? 1 : 0) + 1 != end) {
+		trace_bad(t, "stack sample size does not match its fields");
+		return;
+	}
+	dyn = size ? p[size / 8] : 0;
+	if (dyn > size) {
+		trace_bad(t, "stack dump larger than its room");
+		return;
+	}
+	s->addrs = malloc((dyn / 8 + 1) * sizeof(uint64_t));
+	s->next = NO_TIME;
+	s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+		    PERF_RECORD_MISC_KERNEL;
+	if ((h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER)
+		s->addrs[s->nr++] = ip;
+	for (i = 0; i < dyn / 8; i++)
+		s->addrs[s->nr++] = p[i];
+	s->cookie = end[-1];
+	t->nr_s++;
+}
+
 static void parse_deferred(struct trace *t, const struct perf_event_header *h)
 {
 	const uint64_t *p = (const void *)(h + 1);
@@ -373,7 +532,10 @@ void ring_drain(struct ring *rb, struct trace *t)
 		h = ring_record(rb, off, len, buf);
 		switch (h->type) {
 		case PERF_RECORD_SAMPLE:
-			parse_sample(t, h);
+			if (t->stack_dump)
+				parse_stack_sample(t, h);
+			else
+				parse_sample(t, h);
 			break;
 		case PERF_RECORD_BUILD_ID_OFFSET:
 			parse_record(t, (void *)h);
@@ -884,35 +1046,81 @@ const char *self_dir(void)
 	return dir;
 }
 
-const char *bido_debugfs(const char *file)
+/* The id of tracepoint perf_build_id_offset:@name, or -1 */
+static int bido_tp_id(const char *name)
 {
-	static char path[PATH_MAX];
+	static const char *const dirs[] = {
+		"/sys/kernel/tracing", "/sys/kernel/debug/tracing",
+	};
+	char path[PATH_MAX];
 	struct statfs sfs;
+	unsigned int i;
+	int id;
 
 	/* Mounted where it is not yet, as root can: as the ftrace tests do */
-	if (statfs("/sys/kernel/debug", &sfs) || sfs.f_type != DEBUGFS_MAGIC)
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	snprintf(path, sizeof(path), "/sys/kernel/debug/perf_build_id_offset/%s",
-		 file);
-	return path;
+	if (statfs(dirs[0], &sfs) || sfs.f_type != TRACEFS_MAGIC)
+		mount("tracefs", dirs[0], "tracefs", 0, NULL);
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(path, sizeof(path),
+			 "%s/events/perf_build_id_offset/%s/id", dirs[i], name);
+		id = read_int(path);
+		if (id != INT_MIN)
+			return id;
+	}
+	return -1;
 }
 
-long long bido_stat(const char *name)
+int bido_tp_open(struct bido_tp *tp, const char *name, const char *filter)
 {
-	FILE *f = fopen(bido_debugfs("stats"), "r");
-	char key[64];
-	long long v, ret = -1;
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_TRACEPOINT,
+	};
+	int id = bido_tp_id(name), cpu, fd;
 
-	if (!f)
+	tp->nr = 0;
+	tp->fd = NULL;
+	if (id < 0)
 		return -1;
-	while (fscanf(f, "%63s %lld", key, &v) == 2) {
-		if (!strcmp(key, name)) {
-			ret = v;
-			break;
+	attr.config = id;
+	tp->fd = calloc(sysconf(_SC_NPROCESSORS_CONF), sizeof(*tp->fd));
+	if (!tp->fd)
+		return -1;
+	for (cpu = 0; cpu < sysconf(_SC_NPROCESSORS_CONF); cpu++) {
+		fd = sys_perf_event_open(&attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 && errno == ENODEV)
+			continue;	/* offline */
+		if (fd < 0 || (filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter))) {
+			if (fd >= 0)
+				close(fd);
+			bido_tp_close(tp);
+			return -1;
 		}
+		tp->fd[tp->nr++] = fd;
 	}
-	fclose(f);
-	return ret;
+	return 0;
+}
+
+long long bido_tp_read(const struct bido_tp *tp)
+{
+	long long sum = 0;
+	uint64_t v;
+	int i;
+
+	for (i = 0; i < tp->nr; i++) {
+		if (read(tp->fd[i], &v, sizeof(v)) != sizeof(v))
+			return -1;
+		sum += v;
+	}
+	return sum;
+}
+
+void bido_tp_close(struct bido_tp *tp)
+{
+	while (tp->nr > 0)
+		close(tp->fd[--tp->nr]);
+	free(tp->fd);
+	tp->fd = NULL;
 }
 
 uint64_t now_ns(void)

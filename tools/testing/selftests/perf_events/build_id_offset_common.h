@@ -70,6 +70,25 @@ void sample_attr(struct perf_event_attr *attr, uint64_t period_ns);
 bool bido_supported(struct perf_event_attr *attr);
 
 int ring_map(struct ring *rb, int pages);
+
+/*
+ * A process of its own that opens events for the caller: another session
+ * in the kernel's eyes (records go to the receivers of the session whose
+ * events asked for them).  It must outlive the use of its events.
+ */
+struct opener {
+	pid_t pid;
+	int sock;
+};
+
+int opener_start(struct opener *o);
+/* An event opened by @o, as perf_open() would: fd, or -errno */
+int opener_open(struct opener *o, struct perf_event_attr *attr, pid_t pid,
+		int cpu);
+/* ring_open() through @o */
+int opener_ring(struct opener *o, struct ring *rb,
+		struct perf_event_attr *attr, pid_t pid, int cpu, int pages);
+void opener_stop(struct opener *o);
 void ring_unmap(struct ring *rb);
 int ring_open(struct ring *rb, struct perf_event_attr *attr, pid_t pid,
 	      int cpu, int pages);
@@ -133,6 +152,12 @@ struct trace {
 	int nr_d, max_d;
 	uint64_t lost, throttled;
 	bool check_ids;		/* a record's pid/tid must be its sample_id's */
+	/*
+	 * Samples are IP, TID, TIME, CPU, REGS_USER (one register),
+	 * STACK_USER and the cookie; their addrs are the IP (user mode) and every word
+	 * of the stack dump
+	 */
+	bool stack_dump;
 	int bad_records;	/* layout, padding or pointer problems */
 	char why[128];		/* the first of them */
 	/* Set by trace_index() */
@@ -210,12 +235,23 @@ const char *self_exe(void);
 const char *self_dir(void);
 int read_int(const char *path);
 /*
- * Path of @file in debugfs perf_build_id_offset/ (a static buffer),
- * mounting debugfs if it is not
+ * Hits of the tracepoint perf_build_id_offset:NAME on every CPU, counted
+ * by one counting perf event per CPU
  */
-const char *bido_debugfs(const char *file);
-/* Counter @name of debugfs perf_build_id_offset/stats; -1 if unreadable */
-long long bido_stat(const char *name);
+struct bido_tp {
+	int	nr;
+	int	*fd;
+};
+
+/*
+ * Count the tracepoint perf_build_id_offset:@name, with the event filter
+ * @filter (NULL: none), from now on: 0, or -1 if it cannot be (no tracefs,
+ * where root can mount it; no permission).
+ */
+int bido_tp_open(struct bido_tp *tp, const char *name, const char *filter);
+/* The hits so far; -1 if one CPU's count cannot be read */
+long long bido_tp_read(const struct bido_tp *tp);
+void bido_tp_close(struct bido_tp *tp);
 /* Write @v to the sysctl or other file at @path */
 int write_int(const char *path, int v);
 int write_paranoid(int v);

@@ -179,6 +179,7 @@ struct tally {
 	uint64_t mm_changed;	/* addresses in records flagged MM_CHANGED */
 	char first_wrong[200];
 	char unresolved_eg[160];
+	char unjoined_eg[400];	/* the first sample without its record */
 };
 
 static void tally_wrong(struct tally *ty, uint64_t a, const struct bido_map *bm,
@@ -227,6 +228,38 @@ static void tally_addr(struct tally *ty, enum verdict v, uint64_t a,
  * is counted at_stop when it is in the last entry its task shows, excused
  * when @excuse says so, unjoined otherwise.
  */
+/*
+ * What a reader would want to know of a sample without its record: the
+ * sample, and the records of its thread written just before and after
+ */
+static void unjoined_example(const struct trace *t, const struct sample *s,
+			     char *buf, size_t len)
+{
+	const struct record *before = NULL, *after = NULL;
+	int i, other = 0;
+
+	for (i = 0; i < t->nr_r; i++) {
+		const struct record *r = &t->r[i];
+
+		other += r->cookie == s->cookie;
+		if (r->tid != s->tid)
+			continue;
+		if (r->time <= s->time && (!before || r->time > before->time))
+			before = r;
+		if (r->time > s->time && (!after || r->time < after->time))
+			after = r;
+	}
+	snprintf(buf, len,
+		 "tid %u pid %u cpu %u cookie %#llx time %llu %s, entry's first sample %llu; its tid's records before: %#llx at %llu, after: %#llx at %llu; %d records of any tid with that cookie",
+		 s->tid, s->pid, s->cpu, (unsigned long long)s->cookie,
+		 (unsigned long long)s->time, s->kernel ? "kernel" : "user",
+		 (unsigned long long)s->first,
+		 before ? (unsigned long long)before->cookie : 0ULL,
+		 before ? (unsigned long long)before->time : 0ULL,
+		 after ? (unsigned long long)after->cookie : 0ULL,
+		 after ? (unsigned long long)after->time : 0ULL, other);
+}
+
 static void join(struct trace *t, struct maps *m, struct tally *ty,
 		 bool (*pick)(const struct sample *s, void *arg),
 		 bool (*excuse)(const struct sample *s, void *arg), void *arg)
@@ -253,7 +286,9 @@ static void join(struct trace *t, struct maps *m, struct tally *ty,
 			} else if (last_entry(t, s)) {
 				ty->at_stop++;
 			} else {
-				ty->unjoined++;
+				if (!ty->unjoined++)
+					unjoined_example(t, s, ty->unjoined_eg,
+							 sizeof(ty->unjoined_eg));
 				ty->unjoined_entries += s->first == s->time;
 			}
 			continue;
@@ -595,7 +630,7 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 	EXPECT_EQ(0, ty.wrong);
 	/* Nothing of the workload runs after the DISABLE: no last entry */
 	EXPECT_EQ(0, ty.at_stop);
-	EXPECT_LE(ty.unjoined_entries, t.lost);
+	EXPECT_LE(ty.unjoined_entries, t.lost) TH_LOG("%s", ty.unjoined_eg);
 	EXPECT_LT(100, ty.joined);
 	EXPECT_LT(20, count_tids(&t));
 
@@ -757,7 +792,8 @@ static void run_sessions(struct __test_metadata *_metadata, const char *what,
 		EXPECT_EQ(0, t[s].dup_records);
 		EXPECT_EQ(0, ty[s].wrong) TH_LOG("%s", ty[s].first_wrong);
 		EXPECT_EQ(0, ty[s].at_stop);
-		EXPECT_LE(ty[s].unjoined_entries, t[s].lost);
+		EXPECT_LE(ty[s].unjoined_entries, t[s].lost)
+			TH_LOG("%s", ty[s].unjoined_eg);
 		EXPECT_LT(100, ty[s].joined);
 		EXPECT_LE(9, count_tids(&t[s]));
 		*throttled += t[s].throttled;
@@ -793,6 +829,171 @@ TEST(two_consumers)
 		return;
 	bido_attr(&attr, 1000000);
 	run_sessions(_metadata, "two_consumers", &attr, 2, 0, &throttled);
+}
+
+/*
+ * Scenario 19, two sessions of two processes on one task: a per-CPU
+ * session (a daemon's, opened by another process) and a per-task session
+ * (perf record -p) sample the same threads at once.  Records go to the
+ * session whose samples name them: each session resolves all of its
+ * samples from its own buffers, and holds no record that none of its own
+ * samples names, but for records whose samples were lost.  Variants: with
+ * the user callchain in the sample (records are reused, which must stay
+ * within the session that got them) and with deferred callchains (both
+ * record types are routed).
+ */
+struct named {
+	uint32_t tid;
+	uint64_t cookie;
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
+}
+
+/* The cookies @t's samples name, sorted; @n gets how many */
+static struct named *named_cookies(const struct trace *t, int *n)
+{
+	struct named *v = calloc(t->nr_s + 1, sizeof(*v));
+	int i;
+
+	*n = 0;
+	for (i = 0; i < t->nr_s; i++) {
+		uint64_t c = t->s[i].cookie ?: t->s[i].defer_cookie;
+
+		if (c)
+			v[(*n)++] = (struct named){ t->s[i].tid, c };
+	}
+	qsort(v, *n, sizeof(*v), cmp_named);
+	return v;
+}
+
+/* Records (both types) of @t that none of its samples names */
+static int unnamed_records(const struct trace *t)
+{
+	int n, i, bad = 0;
+	struct named *v = named_cookies(t, &n), key;
+
+	for (i = 0; i < t->nr_r; i++) {
+		key = (struct named){ t->r[i].tid, t->r[i].cookie };
+		bad += !bsearch(&key, v, n, sizeof(*v), cmp_named);
+	}
+	for (i = 0; i < t->nr_d; i++) {
+		key = (struct named){ t->d[i].tid, t->d[i].cookie };
+		bad += !bsearch(&key, v, n, sizeof(*v), cmp_named);
+	}
+	free(v);
+	return bad;
+}
+
+/* Samples of the sampled process and its threads only */
+static bool of_pid(const struct sample *s, void *arg)
+{
+	return s->pid == *(pid_t *)arg;
+}
+
+FIXTURE(two_sessions) {
+};
+
+FIXTURE_VARIANT(two_sessions) {
+	bool deferred;
+};
+
+FIXTURE_VARIANT_ADD(two_sessions, reuse) {
+	.deferred = false,
+};
+
+FIXTURE_VARIANT_ADD(two_sessions, deferred) {
+	.deferred = true,
+};
+
+FIXTURE_SETUP(two_sessions)
+{
+}
+
+FIXTURE_TEARDOWN(two_sessions)
+{
+}
+
+TEST_F(two_sessions, run)
+{
+	static const char *const name[2] = { "per-CPU session", "per-task session" };
+	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go, status, i, s, dup;
+	struct work_count *c = shared_count();
+	struct perf_event_attr attr;
+	struct trace t[2] = {};
+	struct opener other;
+	struct tally ty[2];
+	uint64_t child_recs[2] = {};
+	struct ring *rb;
+	struct maps m;
+	pid_t child;
+
+	if (bido_missing(_metadata))
+		return;
+	ASSERT_NE(NULL, c);
+	bido_attr(&attr, 1000000);
+	attr.defer_callchain = variant->deferred;
+	ASSERT_EQ(0, opener_start(&other));
+	child = fork_held(&go);
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(many_threads_work(c));
+
+	rb = calloc(2 * nr_cpus, sizeof(*rb));
+	for (i = 0; i < nr_cpus; i++) {
+		struct perf_event_attr a = attr;
+
+		ASSERT_EQ(0, opener_ring(&other, &rb[i], &a, -1, i, RING_PAGES));
+		a.inherit = 1;
+		ASSERT_EQ(0, ring_open(&rb[nr_cpus + i], &a, child, i,
+				       RING_PAGES));
+	}
+	for (s = 0; s < 2; s++)
+		t[s].check_ids = true;
+	status = trace_sessions(rb, 2 * nr_cpus, t, 2, go, child, 10000);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	maps_read(&m, "/proc/self/maps");
+	for (s = 0; s < 2; s++) {
+		int unnamed;
+
+		trace_index(&t[s]);
+		if (variant->deferred)
+			trace_merge_deferred(&t[s], &dup);
+		join(&t[s], &m, &ty[s], of_pid, NULL, &child);
+		for (i = 0; i < t[s].nr_r; i++)
+			child_recs[s] += t[s].r[i].pid == (uint32_t)child;
+		unnamed = unnamed_records(&t[s]);
+		tally_print(name[s], &ty[s], &t[s]);
+		ksft_print_msg("%s: %llu records of the sampled process, %d deferred callchains, %d records named by none of its samples\n",
+			       name[s], (unsigned long long)child_recs[s],
+			       t[s].nr_d, unnamed);
+		EXPECT_EQ(0, t[s].bad_records) TH_LOG("%s", t[s].why);
+		EXPECT_EQ(0, t[s].dup_records);
+		EXPECT_EQ(0, ty[s].wrong) TH_LOG("%s", ty[s].first_wrong);
+		EXPECT_LE(ty[s].unjoined_entries, t[s].lost)
+			TH_LOG("%s", ty[s].unjoined_eg);
+		EXPECT_LE((uint64_t)unnamed, t[s].lost);
+		EXPECT_LT(100, ty[s].joined);
+		EXPECT_LT(0, child_recs[s]);
+	}
+	EXPECT_EQ(0, c->failures);
+
+	free(m.v);
+	for (s = 0; s < 2; s++)
+		trace_free(&t[s]);
+	for (i = 0; i < 2 * nr_cpus; i++)
+		ring_close(&rb[i]);
+	free(rb);
+	opener_stop(&other);
+	munmap(c, sizeof(*c));
 }
 
 FIXTURE(max_rate) {
@@ -953,7 +1154,7 @@ TEST(signal_entry)
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_EQ(0, t.dup_records);
 	EXPECT_EQ(0, ty.wrong);
-	EXPECT_LE(ty.unjoined_entries, t.lost);
+	EXPECT_LE(ty.unjoined_entries, t.lost) TH_LOG("%s", ty.unjoined_eg);
 	EXPECT_LT(0, in_handler);
 	/*
 	 * Every address of a sample is in the record of its cookie: the

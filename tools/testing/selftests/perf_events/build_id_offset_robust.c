@@ -17,10 +17,10 @@
  * shared_writer, shared_writer_settled: another thread rewrites the note
  *   through a shared mapping and pwrite() while it is being read, and
  *   after it is done.
- * slow_fs, blocking_fs, blocking_fs_abort: the library is on a FUSE
- *   filesystem that holds the read of its note: nothing may wait on
- *   mmap_lock meanwhile, and the task must end on SIGKILL (or, where the
- *   server ignores interrupts, once the connection is aborted).
+ * slow_fs, blocking_fs: the library is on a FUSE filesystem that holds
+ *   the read of its note: the task goes on meanwhile (a worker reads),
+ *   gets the build-ID once the read is answered, and ends on SIGKILL
+ *   when it never is.
  * remount_fs: two FUSE mounts in turn serve files that differ only in
  *   their build-ID: each record must have its own mount's.
  * fuzz: random perf_event_attr around the new bits and random operations
@@ -1346,22 +1346,20 @@ TEST(stack_user_size_limit)
  * made-up return address in the mapping; nothing but the kernel's build-ID
  * reader ever reads the note page (the mapping is never touched, and the
  * server turns read-ahead off), so the first record's deferred work is
- * what stalls.  While it does:
+ * what stalls.  The record finds the note page missing from the page
+ * cache, says the file is unreadable for now, and a worker reads the
+ * file; the server holds that read for FS_HOLD_S seconds.  Meanwhile:
  *
- * - the stalled thread's kernel stack (/proc/PID/stack) must be in the
- *   deferred work (perf_bido_*), which proves the stall is where we think;
- * - another thread of the child must get through 100 mmap()/munmap()
- *   pairs, which take mmap_lock for writing: the read must not hold it;
- * - /proc/PID/maps of the child must read (mmap_lock for reading).
+ * - the read comes from the worker, not from the task;
+ * - the task goes on sampling and gets records (unreadable ones), and its
+ *   kernel stack is never found waiting for FUSE;
+ * - another thread of the task gets through mmap()/munmap() pairs, and
+ *   /proc/PID/maps reads (nothing holds mmap_lock).
  *
- * Then slow_fs answers the read: the records must carry the file's
- * build-ID.  blocking_fs sends SIGKILL: the kernel asks the server to
- * interrupt the read (FUSE_INTERRUPT), the server fails it with EINTR, and
- * the child must die of the signal.  blocking_fs_abort's server ignores
- * interrupts, as a hung one would: SIGKILL cannot end a wait that only the
- * filesystem can end (that is FUSE's rule for any read, a page fault's
- * too), so the child must die once the connection is aborted
- * (umount -f), not before the test does it and not never.
+ * Then slow_fs answers the read: a later record carries the file's
+ * build-ID, and no record a wrong one.  blocking_fs's server never
+ * answers: SIGKILL must end the task all the same, and the worker ends
+ * when the test aborts the connection (umount -f).
  *
  * The waits below have long limits so that a hang fails the test instead
  * of stopping it; they are not measurements.
@@ -1373,6 +1371,7 @@ TEST(stack_user_size_limit)
 #define FS_INO		2
 #define FS_MMAPS	100
 #define FS_WAIT_S	60
+#define FS_HOLD_S	10
 
 enum fs_mode { FS_SERVE, FS_SLOW, FS_BLOCK, FS_BLOCK_DEAF };
 
@@ -1397,6 +1396,7 @@ struct fs_server {
 struct fs_shared {
 	int mmaps;			/* mmap()/munmap() pairs of the other thread */
 	int stop;			/* both __atomic */
+	int rounds, unreadable;		/* __atomic: sampling rounds, records so far */
 	int nr_s, nr_r, hits, bad;
 	struct file_tally ft;
 	uint64_t lost;
@@ -1667,6 +1667,7 @@ static void fs_child(struct fs_shared *sh, const char *path,
 	pthread_t mapper;
 	struct ring rb;
 	uint64_t addr;
+	double until;
 	char *base;
 	int fd;
 
@@ -1682,12 +1683,22 @@ static void fs_child(struct fs_shared *sh, const char *path,
 	if (pthread_create(&mapper, NULL, fs_mapper, sh))
 		_exit(13);
 	addr = (uintptr_t)base + 2 * PG + 0x80;
-	sh->hits = sample_fake(&rb, &t, &addr, 1, 3, 10.0);
+	/*
+	 * Until a record carries the build-ID: while the read of the note is
+	 * held, the records say the file is unreadable, and the task goes on
+	 */
+	until = cpu_seconds() + 60.0;
+	do {
+		sh->hits = sample_fake(&rb, &t, &addr, 1, 3, 10.0);
+		file_tally(&t, addr, (uintptr_t)base,
+			   (uintptr_t)base + FS_PAGES * PG, bid, &sh->ft);
+		__atomic_store_n(&sh->unreadable, sh->ft.unreadable,
+				 __ATOMIC_RELAXED);
+		__atomic_add_fetch(&sh->rounds, 1, __ATOMIC_RELAXED);
+	} while (!sh->ft.ok && !sh->ft.wrong && cpu_seconds() < until);
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(mapper, NULL);
 
-	file_tally(&t, addr, (uintptr_t)base, (uintptr_t)base + FS_PAGES * PG,
-		   bid, &sh->ft);
 	sh->nr_s = t.nr_s;
 	sh->nr_r = t.nr_r;
 	sh->bad = t.bad_records;
@@ -1755,23 +1766,27 @@ static bool fs_child_done(struct __test_metadata *_metadata, pid_t pid,
 		       (unsigned long long)sh->lost);
 	EXPECT_EQ(0, sh->bad) TH_LOG("%s", sh->why);
 	EXPECT_EQ(0, sh->ft.wrong) TH_LOG("%s", sh->ft.why);
-	EXPECT_LT(0, sh->ft.nrec);
-	/* Every read was answered: every record has this mount's build-ID */
-	EXPECT_EQ(sh->ft.nrec, sh->ft.ok);
+	/*
+	 * Records made before the note was in the page cache say unreadable;
+	 * once the worker's read was answered, they carry this mount's
+	 * build-ID.  Nothing else.
+	 */
+	EXPECT_LT(0, sh->ft.ok);
+	EXPECT_EQ(sh->ft.nrec, sh->ft.ok + sh->ft.unreadable);
 	return true;
 }
 
 static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 {
-	char dir[] = "/tmp/bido_fuse.XXXXXX", path[64], stack[2048] = "", *line;
+	char dir[] = "/tmp/bido_fuse.XXXXXX", path[64], stack[2048] = "";
 	struct fs_server s = { .mode = mode };
 	uint8_t bid[MAX_BUILD_ID];
 	struct fs_shared *sh;
 	Elf64_Phdr *note_ph;
 	struct timespec ts;
-	bool held, ended = false, in_work;
+	int err, status = 0, mmaps, i, rounds, unreadable, in_work = 0;
+	bool held, ended = false;
 	uint8_t *img;
-	int err, status = 0, mmaps, i;
 	pid_t pid;
 
 	if (bido_missing(_metadata))
@@ -1835,58 +1850,57 @@ static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 		kill(pid, SIGKILL);
 		goto out;
 	}
-	EXPECT_EQ(pid, s.held_pid) TH_LOG("the note was read by %d",
-					  s.held_pid);
+	/* A worker reads the note, not the task */
+	EXPECT_NE(pid, s.held_pid) TH_LOG("the task itself reads the note");
 
-	/* Where the reader waits: in the deferred work */
-	in_work = fs_proc_has(pid, "stack", "perf_bido_", stack, sizeof(stack));
-	ksft_print_msg("kernel stack of the stalled task:\n");
-	for (line = strtok(stack, "\n"); line; line = strtok(NULL, "\n"))
-		ksft_print_msg("  %s\n", line);
-	if (stack[0])
-		EXPECT_TRUE(in_work) TH_LOG("the stalled read is not in the deferred work");
-
-	/* Another thread takes mmap_lock for writing, FS_MMAPS times */
+	/*
+	 * For FS_HOLD_S the read stays held.  The task must go on meanwhile:
+	 * sampling rounds done, records written (which say the file is
+	 * unreadable for now), never found waiting in the deferred work, and
+	 * another of its threads changing its mappings.
+	 */
+	rounds = __atomic_load_n(&sh->rounds, __ATOMIC_RELAXED);
+	unreadable = __atomic_load_n(&sh->unreadable, __ATOMIC_RELAXED);
 	mmaps = fs_mmaps(sh);
-	for (i = 0; i < FS_WAIT_S * 100 && fs_mmaps(sh) < mmaps + FS_MMAPS; i++)
-		usleep(10000);
-	EXPECT_LE(mmaps + FS_MMAPS, fs_mmaps(sh))
-		TH_LOG("the other thread got through %d mmap()/munmap() pairs in %d s while the read stalled: mmap_lock held across it?",
-		       fs_mmaps(sh) - mmaps, FS_WAIT_S);
+	for (i = 0; i < FS_HOLD_S * 10; i++) {
+		if (fs_proc_has(pid, "stack", "fuse_", stack, sizeof(stack)))
+			in_work++;
+		usleep(100000);
+	}
+	rounds = __atomic_load_n(&sh->rounds, __ATOMIC_RELAXED) - rounds;
+	unreadable = __atomic_load_n(&sh->unreadable, __ATOMIC_RELAXED) -
+		     unreadable;
+	ksft_print_msg("while the note's read was held for %d s: %d sampling rounds and %d more unreadable records of the task, %d mmap()/munmap() pairs by another of its threads, %d of %d looks at its kernel stack in FUSE\n",
+		       FS_HOLD_S, rounds, unreadable, fs_mmaps(sh) - mmaps,
+		       in_work, FS_HOLD_S * 10);
+	EXPECT_LT(0, rounds) TH_LOG("the task made no progress while the read was held");
+	EXPECT_LT(0, unreadable) TH_LOG("no record came while the read was held");
+	EXPECT_EQ(0, in_work) TH_LOG("the task waits for FUSE: %s", stack);
+	EXPECT_LT(mmaps, fs_mmaps(sh));
 	EXPECT_TRUE(fs_proc_has(pid, "maps", FS_FILE, NULL, 0))
 		TH_LOG("/proc/%d/maps does not read while the read stalls", pid);
-	ksft_print_msg("while the note's read was held: %d mmap()/munmap() pairs by another thread of the task, its maps read\n",
-		       fs_mmaps(sh) - mmaps);
 
 	switch (mode) {
 	case FS_SERVE:
+	case FS_BLOCK:
 		break;
 	case FS_SLOW:
+		/* Answered: a later record of the task has the build-ID */
 		fs_release(&s);
 		ended = fs_child_done(_metadata, pid, sh, "slow_fs");
 		break;
-	case FS_BLOCK:
+	case FS_BLOCK_DEAF:
+		/*
+		 * The server never answers: SIGKILL ends the task all the
+		 * same, as nothing of it waits; the worker waits until the
+		 * connection is aborted (umount -f)
+		 */
 		kill(pid, SIGKILL);
 		ended = fs_wait_exit(pid, &status, FS_WAIT_S);
-		EXPECT_TRUE(ended) TH_LOG("SIGKILL did not end the task in %d s",
-					  FS_WAIT_S);
+		EXPECT_TRUE(ended) TH_LOG("SIGKILL did not end the task with the read unanswered");
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			TH_LOG("child status %#x", status);
-		EXPECT_LE(1, s.failed_eintr)
-			TH_LOG("the held read was not interrupted (%d interrupts)",
-			       s.interrupts);
-		break;
-	case FS_BLOCK_DEAF:
-		kill(pid, SIGKILL);
-		ended = fs_wait_exit(pid, &status, 2);
-		EXPECT_FALSE(ended) TH_LOG("the task ended with the read unanswered: status %#x",
-					   status);
 		umount2(dir, MNT_FORCE);	/* aborts the connection */
-		if (!ended)
-			ended = fs_wait_exit(pid, &status, FS_WAIT_S);
-		EXPECT_TRUE(ended) TH_LOG("the task did not end after the abort");
-		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-			TH_LOG("child status %#x", status);
 		break;
 	}
 	ksft_print_msg("server: %d reads, %d interrupts, %d reads failed with EINTR, %d replies refused\n",
@@ -1924,11 +1938,6 @@ TEST(slow_fs)
 }
 
 TEST(blocking_fs)
-{
-	fs_case(_metadata, FS_BLOCK);
-}
-
-TEST(blocking_fs_abort)
 {
 	fs_case(_metadata, FS_BLOCK_DEAF);
 }
