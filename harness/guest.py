@@ -262,17 +262,17 @@ def judge(tests, lines, run_dir, timed_out):
     current = None
     stray = []
     splats = {}
-    for line in console:
+    for i, line in enumerate(console):
         line = line.rstrip("\r")
         m = MARK.match(line)
         if m:
             current = m.group(2) if m.group(1) == "begin" else None
             continue
         if SPLAT.match(line):
-            if current:
-                splats.setdefault(current, []).append(line)
-            else:
-                stray.append(line)
+            where = splats.setdefault(current, []) if current else stray
+            # The first splat with its report: a CI log is all there is
+            # of a rare one
+            where += [line] if where else splat_report(console, i)
 
     out = [Result("guest/boot", "PASS" if done else "FAIL",
                   "" if done else
@@ -293,6 +293,18 @@ def judge(tests, lines, run_dir, timed_out):
                       ("splat outside any test: " +
                        stray[0].split("] ", 1)[-1]) if stray else ""))
     return out, splats, stray
+
+
+def splat_report(console, i, most=60):
+    """The splat at console[i] and the lines of its report that follow."""
+    out = []
+    for line in console[i:i + most]:
+        line = line.rstrip("\r")
+        out.append(line)
+        if out[1:] and ("---[ end trace" in line or
+                        re.search(r"\] ={20,}$", line)):
+            break
+    return out
 
 
 def kunit(console):
@@ -343,7 +355,7 @@ def show_failures(results, run_dir, splats, stray):
             for line in body[-40:]:
                 print(f"  | {line}")
         for line in (splats.get(r.name) or
-                     (stray if r.name == "guest/kernel-log" else []))[:20]:
+                     (stray if r.name == "guest/kernel-log" else []))[:80]:
             print(f"  ! {line}")
     if any(r.status == "FAIL" for r in results):
         print(f"\nfull logs: {os.path.relpath(run_dir)}/"

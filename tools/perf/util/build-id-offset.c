@@ -748,10 +748,13 @@ static int build_id_offset__insert_map(struct machine *machine, struct thread *t
 		dso = machine__findnew_vdso(machine, thread);
 		pgoff = 0;
 	} else {
-		/* Unreadable, no build-ID: nothing to name it by */
-		if (!m->build_id_size)
+		/*
+		 * Unreadable, no build-ID: nothing to name it by; one longer
+		 * than a build-ID can be: a malformed record's
+		 */
+		if (!m->build_id_size || m->build_id_size > BUILD_ID_SIZE)
 			return 0;
-		build_id__init(&bid, m->build_id, min_t(u8, m->build_id_size, BUILD_ID_SIZE));
+		build_id__init(&bid, m->build_id, m->build_id_size);
 		if (build_id_offset__map_known(thread__maps(thread), m, &bid))
 			return 0;
 		dso = build_id_offset__findnew_dso(machine, &bid);
@@ -1298,7 +1301,11 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 	len = readlink(link, name, sizeof(name) - 1);
 	ret = 0;
 	if (len > 0 && filename__read_build_id(link, &bid) > 0) {
+		char sbuild_id[SBUILD_ID_SIZE];
+
 		name[len] = '\0';
+		build_id__sprintf(&bid, sbuild_id);
+		pr_debug("build-ID offset: %d maps %s (%s)\n", pid, name, sbuild_id);
 		ret = build_id_offset__name_build_id(namer->machine, &bid, name);
 		if (ret > 0) {
 			namer->nr_named++;

@@ -36,7 +36,9 @@ fi
 # One software event sampling IP, TID, TIME and the cookie, sample_id_all;
 # four samples and one record with two maps.  $1: le or be; $2: extra to
 # add to the record's nr (a record that claims more maps than it holds);
-# $3: "mm" adds a sample whose record says MM_CHANGED.  BIDO_BID and
+# $3: "mm" adds a sample whose record says MM_CHANGED, "bad" malformed
+# records (one too short for its fixed part, one with a build-ID size of
+# 200 and a map that ends before it starts), "cut" a sample cut short.  BIDO_BID and
 # BIDO_NAME (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME.
 make_data() {
@@ -46,6 +48,8 @@ import os, struct, sys
 big = sys.argv[1] == "be"
 extra_nr = int(sys.argv[2])
 mm = sys.argv[3] == "mm"
+bad = sys.argv[3] == "bad"
+cut = sys.argv[3] == "cut"
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
 name = os.environ.get("BIDO_NAME", "").encode()
@@ -67,11 +71,14 @@ pid = tid = 4242
 def sample(ip, time, cookie):
     return rec(9, 2, struct.pack(E + "QIIQQ", ip, pid, tid, time, cookie))
 
+def bid_size(bid):
+    return 200 if bid == b"long" else len(bid)
+
 def bido(time, cookie, flags, maps):
     body = struct.pack(E + "IIQII", pid, tid, cookie, len(maps) + extra_nr, flags)
     for start, end, pgoff, bid, mflags in maps:
-        body += struct.pack(E + "QQQBBH", start, end, pgoff, len(bid), mflags, 0)
-        body += bid + b"\0" * (20 - len(bid))
+        body += struct.pack(E + "QQQBBH", start, end, pgoff, bid_size(bid), mflags, 0)
+        body += bid[:20] + b"\0" * (20 - len(bid[:20]))
     return rec(23, 2, body + struct.pack(E + "IIQ", pid, tid, time))
 
 out = (b"PERFILE2"[::-1] if big else b"PERFILE2") + struct.pack(E + "Q", 16)
@@ -91,6 +98,15 @@ if mm:
     # An exec came between this sample and its record
     out += sample(0x401500, 4000, 0x3333)
     out += bido(4001, 0x3333, 2, [])
+if bad:
+    # Only the header and the sample_id
+    out += rec(23, 2, struct.pack(E + "IIQ", pid, tid, 5000))
+    out += sample(0x401600, 5001, 0x4444)
+    out += bido(5002, 0x4444, 0, [(0x400000, 0x402000, 0, b"long", 0),
+                                  (0x500000, 0x400000, 0, bid1, 0),
+                                  (0x600000, 0x602000, 0, bid1, 0)])
+if cut:
+    out += rec(9, 2, struct.pack(E + "Q", 0x401700))
 sys.stdout.buffer.write(out)
 EOF
 }
@@ -241,6 +257,42 @@ test_debug_only_dso() {
   rm -rf "${dir}"
 }
 
+# Records that are too short, claim a 200-byte build-ID or a map that
+# ends before it starts: counted and said, the rest of the file read, the
+# good map of a bad record used
+test_malformed() {
+  local order=$1
+
+  echo "Malformed records, ${order}"
+  make_data "${order}" 0 bad > "${data}"
+  perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Malformed ${order}" "PERF_RECORD_BUILD_ID_OFFSET malformed: shorter than its fixed part"
+  expect "Malformed ${order}" "cookie 0x4444 nr 3 flags - malformed: a build-ID longer than 20 bytes"
+  expect "Malformed ${order}" " ... map 0: [0x400000-0x402000) pgoff 0 build_id (200 bytes) flags -"
+  perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Malformed ${order}" "BUILD_ID_OFFSET malformed records:          2"
+  perf script -i - -F tid,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
+  expect "Malformed ${order}" "401234 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234"
+  perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
+  expect "Malformed ${order}" "2 of 3 PERF_RECORD_BUILD_ID_OFFSET records are malformed"
+}
+
+# perf report stops at a sample it cannot parse: it says so, and exits
+# non-zero
+test_stop() {
+  local rc=0
+
+  echo "perf report stops on an error"
+  make_data le 0 cut > "${data}"
+  perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}" || rc=$?
+  expect "Stop" "failed to process sample"
+  if [ "${rc}" = 0 ]
+  then
+    echo "Stop [Failed perf report exit status 0]"
+    fail=1
+  fi
+}
+
 # Run a scenario, then say how it went.
 run() {
   fail=0
@@ -263,6 +315,9 @@ run test_inject_build_ids
 run test_join
 run test_unresolved
 run test_debug_only_dso
+run test_malformed le
+run test_malformed be
+run test_stop
 
 cleanup
 exit $err

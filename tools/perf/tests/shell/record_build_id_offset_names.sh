@@ -49,8 +49,9 @@ fail() {
   err=1
 }
 
-# Waits for a line on the FIFO (blocked: no user samples before), then
-# spins in bidoname_spin() for argv[2] ms and exits.
+# Waits for a line on the FIFO argv[1] (blocked: no user samples before),
+# spins in bidoname_spin() for argv[2] ms, then, given a FIFO argv[3],
+# waits for a line there too, and exits.
 build_workload() {
   local rc=0
 
@@ -87,6 +88,12 @@ int main(int argc, char **argv)
 	if (fd < 0 || read(fd, &c, 1) != 1)
 		return 1;
 	bidoname_spin(atoi(argv[2]) / 1000.0);
+	if (argc > 3) {
+		close(fd);
+		fd = open(argv[3], O_RDONLY);
+		if (fd < 0 || read(fd, &c, 1) != 1)
+			return 1;
+	}
 	return 0;
 }
 EOF
@@ -108,16 +115,35 @@ test_support() {
   exit "${rc}"
 }
 
-# Start the workload, blocked on its FIFO, before perf
+# Start the workload, blocked on its FIFO, before perf.  $1: how long it
+# spins (ms); $2: if given, it then waits for exit_workload
 start_workload() {
-  rm -f "${tmpdir}/go"
-  mkfifo "${tmpdir}/go"
-  "${tmpdir}/bidoname" "${tmpdir}/go" "$1" &
+  rm -f "${tmpdir}/go" "${tmpdir}/exit"
+  mkfifo "${tmpdir}/go" "${tmpdir}/exit"
+  "${tmpdir}/bidoname" "${tmpdir}/go" "$1" ${2:+"${tmpdir}/exit"} &
   wpid=$!
 }
 
 go_workload() {
   echo > "${tmpdir}/go"
+}
+
+exit_workload() {
+  echo > "${tmpdir}/exit"
+}
+
+# Wait until perf -v, writing to $1, said it read the workload's program
+# from the workload's mappings (120 s at most); prints the tenths of a
+# second waited
+wait_named() {
+  local i
+
+  for i in $(seq 1200)
+  do
+    grep -qa "build-ID offset: ${wpid} maps ${tmpdir}/bidoname " "$1" && break
+    sleep 0.1
+  done
+  echo "${i}"
 }
 
 # "PERCENT DSO SYMBOL" of bidoname_spin's samples (a file, or the data of
@@ -129,23 +155,25 @@ spin_line() {
 
 # Every sampled process: a pipe that perf report reads at once must carry
 # the names itself (there is no header at the end).  The workload spins
-# after perf started, and lives on past the read of its records.
+# after perf started, and exits once perf named its program.
 test_pipe() {
-  local line wpid_pipe
+  local line wpid_pipe i
 
-  start_workload 1500
+  start_workload 500 hold
   # -v: on a failure, what the namer did shows
   bido_record_start "${tmpdir}/pipe.data" "${tmpdir}/pipe.err" -v -o - -a --synth=no \
     --buildid-offset -e cpu-clock:u -F 999 || fail "pipe: perf record did not start"
   ppid=${bido_rpid}
   go_workload
   wpid_pipe=${wpid}
+  i=$(wait_named "${tmpdir}/pipe.err")
+  exit_workload
   wait "${wpid}"; wpid=
   bido_record_stop; ppid=
   line=$(spin_line - < "${tmpdir}/pipe.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "pipe: bidoname_spin's samples are not in bidoname: '${line}'"
+    fail "pipe: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i}/1200)"
     grep -a "build-ID offset" "${tmpdir}/pipe.err"
     # What perf report made of the pipe, and the workload's records in it
     perf report -i - --stdio --sort comm,dso,sym -q < "${tmpdir}/pipe.data" \
@@ -156,16 +184,20 @@ test_pipe() {
   fi
 }
 
-# A process that is gone at the end: named while it lived
+# A process that is gone at the end: named while it lived.  It exits
+# once perf -v said it named the program (perf may take seconds to get to
+# it when the host is busy), or after 120 s.
 test_exited() {
-  local line
+  local line i
 
-  start_workload 1000
+  start_workload 500 hold
   bido_record_start /dev/null "${tmpdir}/exited.err" -v -o "${tmpdir}/exited.data" -a \
     --synth=no --buildid-offset -e cpu-clock:u -F 999 ||
     fail "exited: perf record did not start"
   ppid=${bido_rpid}
   go_workload
+  i=$(wait_named "${tmpdir}/exited.err")
+  exit_workload
   wait "${wpid}"; wpid=
   # The EXIT record is read before the end
   sleep 0.5
@@ -173,7 +205,7 @@ test_exited() {
   line=$(spin_line "${tmpdir}/exited.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "exited: bidoname_spin's samples are not in bidoname: '${line}'"
+    fail "exited: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i}/1200)"
     grep -a "build-ID offset" "${tmpdir}/exited.err"
   fi
 }
