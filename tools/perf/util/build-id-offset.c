@@ -929,6 +929,9 @@ struct bido_namer {
 	u64			 live_next;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
 	u64			 nr_comm_failed, nr_budget;
+	/* The perf record summary: records and their flags, events lost */
+	u64			 nr_records, nr_truncated, nr_addrs_dropped;
+	u64			 nr_mm_changed, nr_lost;
 };
 
 #define BIDO_PID_PENDING	1
@@ -985,6 +988,29 @@ struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named,
 		return NULL;
 	}
 	return namer;
+}
+
+/**
+ * bido_namer__fprintf_summary - what the records perf record wrote say
+ *
+ * For the end of 'perf record': the build-ID offset records written,
+ * those that miss mappings (TRUNCATED), addresses (ADDRS_DROPPED) or came
+ * after an exec (MM_CHANGED), and the records of any kind the kernel
+ * could not write (PERF_RECORD_LOST): a sample whose record was lost
+ * resolves nothing in user space.
+ */
+size_t bido_namer__fprintf_summary(struct bido_namer *namer, FILE *fp)
+{
+	size_t ret;
+
+	mutex_lock(&namer->lock);
+	ret = fprintf(fp, "[ perf record: %" PRIu64 " build-ID offset records (%" PRIu64
+		      " truncated, %" PRIu64 " with addresses dropped, %" PRIu64
+		      " after an exec), %" PRIu64 " records lost ]\n",
+		      namer->nr_records, namer->nr_truncated, namer->nr_addrs_dropped,
+		      namer->nr_mm_changed, namer->nr_lost);
+	mutex_unlock(&namer->lock);
+	return ret;
 }
 
 void bido_namer__delete(struct bido_namer *namer)
@@ -1160,14 +1186,32 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		bido_namer__task(namer, ppid, ptid, time);
 		break;
 	}
-	case PERF_RECORD_BUILD_ID_OFFSET:
-		if (len < offsetof(struct perf_record_build_id_offset, cookie))
+	case PERF_RECORD_BUILD_ID_OFFSET: {
+		u32 flags;
+
+		if (len < offsetof(struct perf_record_build_id_offset, maps))
 			return;
+		memcpy(&flags, prefix + offsetof(struct perf_record_build_id_offset, flags),
+		       sizeof(flags));
+		namer->nr_records++;
+		namer->nr_truncated += !!(flags & PERF_BUILD_ID_OFFSET_F_TRUNCATED);
+		namer->nr_addrs_dropped += !!(flags & PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED);
+		namer->nr_mm_changed += !!(flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED);
 		memcpy(&pid, prefix + offsetof(struct perf_record_build_id_offset, pid),
 		       sizeof(pid));
 		if (pid && pid != (u32)-1 && !hashmap__find(namer->pids, pid, NULL))
 			hashmap__add(namer->pids, pid, BIDO_PID_PENDING);
 		break;
+	}
+	case PERF_RECORD_LOST: {
+		u64 lost;
+
+		if (len < sizeof(struct perf_record_lost))
+			return;
+		memcpy(&lost, prefix + offsetof(struct perf_record_lost, lost), sizeof(lost));
+		namer->nr_lost += lost;
+		break;
+	}
 	case PERF_RECORD_EXIT:
 		if (len < offsetof(struct perf_record_fork, ptid))
 			return;
@@ -1180,8 +1224,13 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		 */
 		if (pid == tid)
 			hashmap__delete(namer->pids, pid, NULL, NULL);
-		if (hashmap__find(namer->tasks, tid, &task))
+		if (hashmap__find(namer->tasks, tid, &task)) {
+			/* Its comm was not read, and now never will be */
+			if (!task->has_comm && !task->kernel && !task->exited &&
+			    task->tries < BIDO_COMM_TRIES)
+				namer->nr_comm_failed++;
 			task->exited = true;
+		}
 		break;
 	default:
 		break;

@@ -6,6 +6,7 @@
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* What perf says when the kernel lacks the feature */
 #define BIDO_ENOTSUP_MSG \
@@ -70,6 +71,7 @@ typedef int (*bido_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *
 struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named, void *data);
 void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm);
 void bido_namer__delete(struct bido_namer *namer);
+size_t bido_namer__fprintf_summary(struct bido_namer *namer, FILE *fp);
 void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf, size_t size);
 int bido_namer__run(struct bido_namer *namer);
 

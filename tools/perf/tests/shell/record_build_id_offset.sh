@@ -11,7 +11,7 @@ dump=$(mktemp /tmp/__perf_test.dump.XXXXX)
 workload="perf test -w noploop 1"
 
 cleanup() {
-  rm -f "${perfdata}" "${perfdata}".old "${injected}" "${dump}"
+  rm -f "${perfdata}" "${perfdata}".old "${perfdata}".err "${injected}" "${dump}"
   trap - EXIT TERM INT
 }
 
@@ -144,17 +144,28 @@ test_exclude_user() {
 # (the kernel reused the task's last record).  A task spinning in user
 # space without -g gets one record and names it from then on.
 test_stats() {
-  local stats nocookie reused want
+  local stats nocookie reused want records summary
 
   echo "Build-ID offset counts in perf report --stats"
   if ! perf record --buildid-offset -e cpu-clock -c 1000000 --synth=no \
-       -o "${perfdata}" -- ${workload} > /dev/null 2>&1
+       -o "${perfdata}" -- ${workload} > /dev/null 2> "${perfdata}.err"
   then
     echo "Stats [Failed record]"
     err=1
     return
   fi
   stats=$(perf report -i "${perfdata}" --stats 2> /dev/null)
+  # perf record's summary counts the records that perf report reads
+  records=$(echo "${stats}" | awk '/BUILD_ID_OFFSET events:/ { print $NF }')
+  summary=$(sed -n 's/^\[ perf record: \([0-9]*\) build-ID offset records (.*/\1/p' \
+            "${perfdata}.err")
+  if [ -z "${records}" ] || [ "${summary}" != "${records}" ]
+  then
+    echo "Stats [Failed perf record summed up '${summary}' records, perf report read '${records}']"
+    cat "${perfdata}.err"
+    err=1
+    return
+  fi
   nocookie=$(echo "${stats}" | awk '/BUILD_ID_OFFSET no_cookie/ { print $NF }')
   reused=$(echo "${stats}" | awk '/BUILD_ID_OFFSET reused/ { print $NF }')
   if [ -z "${nocookie}" ] || [ -z "${reused}" ]
@@ -171,7 +182,7 @@ test_stats() {
     err=1
     return
   fi
-  echo "Stats [Success: ${reused} samples named an earlier record, ${nocookie} had no cookie]"
+  echo "Stats [Success: ${records} records, ${reused} samples named an earlier record, ${nocookie} had no cookie]"
 }
 
 test_script() {

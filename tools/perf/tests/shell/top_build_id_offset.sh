@@ -252,6 +252,39 @@ test_record() {
   fi
 }
 
+# A task older than perf that is gone before perf reads its first
+# sample: no COMM record names it and /proc has nothing left, so its
+# samples show ':TID', never another task's comm.  Made on purpose: perf
+# record is stopped while the task runs and exits.
+test_comm_gone() {
+  local gpid
+
+  start_workload "${tmpdir}/go4" 500 spin
+  gpid=${wpids[-1]}
+  bido_record_start /dev/null "${tmpdir}/gone.err" -v -o "${tmpdir}/gone.data" -a \
+    --synth=no --buildid-offset -e cpu-clock:u -F 999 ||
+    fail "comm gone: perf record did not start"
+  tpid=${bido_rpid}
+  kill -STOP "${tpid}"
+  echo > "${tmpdir}/go4"
+  wait "${gpid}" || true
+  kill -CONT "${tpid}"
+  bido_record_stop; tpid=
+  # "COMM TID" of each sample: the task's all ':TID'
+  perf script -i "${tmpdir}/gone.data" -F comm,tid 2> /dev/null > "${tmpdir}/gone.txt"
+  if ! awk -v t="${gpid}" '$NF == t { n++; if ($1 != ":" t) bad++ }
+       END { exit !(n > 0 && !bad) }' "${tmpdir}/gone.txt"
+  then
+    fail "comm gone: the samples of ${gpid} are not all ':${gpid}'"
+    awk -v t="${gpid}" '$NF == t' "${tmpdir}/gone.txt" | sort | uniq -c | head -5
+  fi
+  if ! grep -qaE "COMMs \([1-9][0-9]* tasks gone first\)" "${tmpdir}/gone.err"
+  then
+    fail "comm gone: the namer did not count the task gone"
+    grep -a "build-ID offset" "${tmpdir}/gone.err"
+  fi
+}
+
 # perf top: a program and JIT code of tasks older than perf top
 test_top() {
   local tpidw
@@ -347,6 +380,7 @@ test_record no
 rm -f /tmp/perf-"${jitpid}".map
 test_record task
 rm -f /tmp/perf-"${jitpid}".map
+test_comm_gone
 test_top
 test_hide_user
 cleanup
