@@ -869,6 +869,9 @@ struct bido_scan {
 	u32			len;		/* of prefix */
 	bool			broken;		/* a header made no sense */
 	u8			prefix[BIDO_SCAN_PREFIX];
+	/* A build-ID offset record being copied whole (to carry), and its size */
+	u8			*whole;
+	u32			whole_len;
 };
 
 /* A file of a process, as /proc/PID/maps shows it */
@@ -891,7 +894,15 @@ struct bido_task {
 	bool			kernel;		/* the kernel gave a COMM */
 	bool			exited;		/* its EXIT went by */
 	char			comm[16];
+	/* Its last build-ID offset record, to carry into a new file */
+	union perf_event	*last;
 };
+
+static void bido_task__delete(struct bido_task *task)
+{
+	free(task->last);
+	free(task);
+}
 
 /* Reads of a task's comm before it counts as gone */
 #define BIDO_COMM_TRIES		3
@@ -927,6 +938,8 @@ struct bido_namer {
 	u64			 max_time, run_time;
 	/* bido_live__event(): no naming before this rdclock() time */
 	u64			 live_next;
+	/* Keep each task's last record: the output is split (--switch-output) */
+	bool			 carry;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
 	u64			 nr_comm_failed, nr_budget;
 	/* The perf record summary: records and their flags, events lost */
@@ -1035,7 +1048,14 @@ void bido_namer__delete(struct bido_namer *namer)
 	}
 	if (namer->tasks) {
 		hashmap__for_each_entry(namer->tasks, cur, bkt)
-			free(cur->pvalue);
+			bido_task__delete(cur->pvalue);
+	}
+	if (namer->scans) {
+		hashmap__for_each_entry(namer->scans, cur, bkt) {
+			struct bido_scan *scan = cur->pvalue;
+
+			free(scan->whole);
+		}
 	}
 	hashmap__free(namer->tasks);
 	hashmap__free(namer->scans);
@@ -1146,14 +1166,24 @@ static void bido_namer__sample(struct bido_namer *namer, const u8 *prefix, u32 l
 	bido_namer__task(namer, pid, tid, time);
 }
 
-/* The kernel named the task (exec, or it was made while recording) */
-static void bido_namer__comm_record(struct bido_namer *namer, u32 tid)
+/*
+ * The kernel named the task (exec, or it was made while recording): the
+ * name as far as the prefix holds it, for a new file (bido_namer__carry())
+ */
+static void bido_namer__comm_record(struct bido_namer *namer, u32 pid, u32 tid,
+				    const u8 *comm, u32 len)
 {
 	bool added;
 	struct bido_task *task = bido_namer__findnew_task(namer, tid, &added);
 
-	if (task)
-		task->kernel = true;
+	if (!task)
+		return;
+	task->pid = pid;
+	task->kernel = true;
+	len = min_t(u32, len, sizeof(task->comm) - 1);
+	memcpy(task->comm, comm, len);
+	task->comm[len] = '\0';
+	task->has_comm = true;
 }
 
 /* One record's first bytes: note a process to name, or one that ended */
@@ -1170,8 +1200,11 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 	case PERF_RECORD_COMM:
 		if (!namer->comm || len < offsetof(struct perf_record_comm, comm))
 			return;
+		memcpy(&pid, prefix + offsetof(struct perf_record_comm, pid), sizeof(pid));
 		memcpy(&tid, prefix + offsetof(struct perf_record_comm, tid), sizeof(tid));
-		bido_namer__comm_record(namer, tid);
+		bido_namer__comm_record(namer, pid, tid,
+					prefix + offsetof(struct perf_record_comm, comm),
+					len - offsetof(struct perf_record_comm, comm));
 		break;
 	case PERF_RECORD_FORK: {
 		u32 ppid, ptid;
@@ -1237,6 +1270,69 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 	}
 }
 
+/* A build-ID offset record copied whole: its task's last, to carry */
+static void bido_namer__keep(struct bido_namer *namer, struct bido_scan *scan)
+{
+	union perf_event *event = (union perf_event *)scan->whole;
+	struct bido_task *task;
+	bool added;
+
+	scan->whole = NULL;
+	task = bido_namer__findnew_task(namer, event->build_id_offset.tid, &added);
+	if (!task) {
+		free(event);
+		return;
+	}
+	if (added)
+		task->pid = event->build_id_offset.pid;
+	free(task->last);
+	task->last = event;
+}
+
+/**
+ * bido_namer__carry - what a new output file needs of the old ones
+ *
+ * perf record --switch-output: the tasks' next samples may name their
+ * last build-ID offset records (the kernel reuses a task's last record
+ * while it covers the task's addresses), which went into an earlier file;
+ * and with --synth=no the COMMs of tasks went there too.  @write gets a
+ * copy of each live task's last record, and the comm callback a COMM
+ * (time 0: before every sample of the file) of each task whose comm is
+ * known.  Call it when the new file is open, before its first data.
+ */
+int bido_namer__carry(struct bido_namer *namer, bido_write_fn write, void *data)
+{
+	struct hashmap_entry *cur;
+	size_t bkt;
+	int err = 0;
+
+	mutex_lock(&namer->lock);
+	hashmap__for_each_entry(namer->tasks, cur, bkt) {
+		struct bido_task *task = cur->pvalue;
+
+		if (task->exited)
+			continue;
+		if (namer->comm && task->has_comm) {
+			err = namer->comm(task->pid, cur->key, 0, task->comm, namer->data);
+			if (err)
+				break;
+		}
+		if (task->last) {
+			err = write(task->last, data);
+			if (err)
+				break;
+		}
+	}
+	mutex_unlock(&namer->lock);
+	return err;
+}
+
+/* Keep each task's last record, for bido_namer__carry() */
+void bido_namer__set_carry(struct bido_namer *namer)
+{
+	namer->carry = true;
+}
+
 /**
  * bido_namer__scan - read the records in data on their way out
  *
@@ -1264,9 +1360,15 @@ void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf
 
 		if (scan->skip) {
 			n = min_t(u64, scan->skip, size);
+			if (scan->whole) {
+				memcpy(scan->whole + scan->whole_len, p, n);
+				scan->whole_len += n;
+			}
 			scan->skip -= n;
 			p += n;
 			size -= n;
+			if (!scan->skip && scan->whole)
+				bido_namer__keep(namer, scan);
 			continue;
 		}
 		if (scan->len >= sizeof(*hdr))
@@ -1288,6 +1390,16 @@ void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf
 			continue;
 		bido_namer__record(namer, scan->prefix, scan->len);
 		scan->skip = hdr->size - scan->len;
+		if (namer->carry && hdr->type == PERF_RECORD_BUILD_ID_OFFSET &&
+		    hdr->size >= sizeof(struct perf_record_build_id_offset)) {
+			scan->whole = malloc(hdr->size);
+			if (scan->whole) {
+				memcpy(scan->whole, scan->prefix, scan->len);
+				scan->whole_len = scan->len;
+				if (!scan->skip)
+					bido_namer__keep(namer, scan);
+			}
+		}
 		scan->len = 0;
 	}
 out:
@@ -1466,7 +1578,7 @@ static int bido_namer__comms(struct bido_namer *namer)
 	hashmap__for_each_entry_safe(namer->tasks, cur, tmp, bkt) {
 		struct bido_task *task = cur->pvalue;
 
-		if (task->has_comm && !task->written && !task->kernel) {
+		if (namer->comm && task->has_comm && !task->written && !task->kernel) {
 			task->written = true;
 			namer->nr_comms++;
 			err = namer->comm(task->pid, cur->key, bido_namer__comm_time(namer, task),
@@ -1476,7 +1588,7 @@ static int bido_namer__comms(struct bido_namer *namer)
 		}
 		if (task->exited) {
 			hashmap__delete(namer->tasks, cur->key, NULL, NULL);
-			free(task);
+			bido_task__delete(task);
 		}
 	}
 	namer->run_time = namer->max_time;
@@ -1533,8 +1645,7 @@ int bido_namer__run(struct bido_namer *namer)
 	int err = 0;
 
 	mutex_lock(&namer->lock);
-	if (namer->comm)
-		err = bido_namer__comms(namer);
+	err = bido_namer__comms(namer);
 	if (!err)
 		err = bido_namer__files(namer, deadline);
 	if (err > 0)

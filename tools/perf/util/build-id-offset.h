@@ -67,11 +67,15 @@ typedef int (*bido_named_fn)(const struct build_id *bid, const char *name, void 
 
 /* A task's comm, read while recording, for its samples from @time on */
 typedef int (*bido_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *data);
+/* Writes @event to the output */
+typedef int (*bido_write_fn)(union perf_event *event, void *data);
 
 struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named, void *data);
 void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm);
 void bido_namer__delete(struct bido_namer *namer);
 size_t bido_namer__fprintf_summary(struct bido_namer *namer, FILE *fp);
+void bido_namer__set_carry(struct bido_namer *namer);
+int bido_namer__carry(struct bido_namer *namer, bido_write_fn write, void *data);
 void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf, size_t size);
 int bido_namer__run(struct bido_namer *namer);
 

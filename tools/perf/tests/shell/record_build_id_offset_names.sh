@@ -210,6 +210,53 @@ test_exited() {
   fi
 }
 
+# --switch-output: a task that spins across the switches names its last
+# record, which went into the first file; each file must name the task's
+# samples on its own (perf carries the task's last record, and its comm,
+# into each new file).
+test_switch() {
+  local dir=${tmpdir}/switch f n files=0 i wpid_switch
+
+  mkdir -p "${dir}"
+  start_workload 600000 hold
+  bido_record_start /dev/null "${dir}/err" -v -o "${dir}/perf.data" -a --synth=no \
+    --buildid-offset --switch-output=signal -e cpu-clock:u -F 999 ||
+    fail "switch: perf record did not start"
+  ppid=${bido_rpid}
+  go_workload
+  wpid_switch=${wpid}
+  i=$(wait_named "${dir}/err")
+  for _ in 1 2
+  do
+    sleep 1
+    kill -USR2 "${ppid}"
+  done
+  sleep 1
+  kill "${wpid}"
+  wait "${wpid}" 2> /dev/null || true; wpid=
+  bido_record_stop; ppid=
+  for f in "${dir}"/perf.data.*
+  do
+    [ -e "${f}" ] || continue
+    # "COMM TID (DSO)" of the workload's samples: all bidoname's
+    n=$(perf script -i "${f}" -F comm,tid,dso 2> /dev/null |
+        awk -v t="${wpid_switch}" '$2 == t { n++; if ($1 != "bidoname" || $3 !~ /\/bidoname\)$/) bad++ }
+             END { print n + 0, bad + 0 }')
+    files=$((files + 1))
+    if [ "${n% *}" = 0 ] || [ "${n#* }" != 0 ]
+    then
+      fail "switch: file ${files}: ${n% *} samples of the workload, ${n#* } not in bidoname by name (waited ${i}/1200)"
+      perf script -i "${f}" -F comm,tid,dso 2> /dev/null |
+        awk -v t="${wpid_switch}" '$2 == t' | sort | uniq -c | head -3
+    fi
+  done
+  if [ "${files}" -lt 3 ]
+  then
+    fail "switch: ${files} files, not 3"
+    ls -l "${dir}"
+  fi
+}
+
 # perf record is stopped while the workload runs and exits: when perf
 # reads the records, no task maps the file.  $1: the name expected.
 record_gone() {
@@ -357,6 +404,7 @@ test_support
 build_workload
 test_pipe
 test_exited
+test_switch
 test_debug
 test_fifo
 cleanup
