@@ -218,6 +218,9 @@ test_switch() {
   local dir=${tmpdir}/switch f n files=0 i wpid_switch
 
   mkdir -p "${dir}"
+  # Each file must name the program itself: the cases before put it in
+  # the build-ID cache, which would name it for any file
+  rm -rf "${HOME}/.debug"
   start_workload 600000 hold
   bido_record_start /dev/null "${dir}/err" -v -o "${dir}/perf.data" -a --synth=no \
     --buildid-offset --switch-output=signal -e cpu-clock:u -F 999 ||
