@@ -166,14 +166,16 @@ test_rotate() {
   do
     files=$((files + 1))
     # "COMM TID IP (DSO)" of the samples of the tasks started here: all
-    # of comm bidod, in DSOs known by name (bidod mostly; the vDSO and
-    # libc at times)
+    # in DSOs known by name (bidod mostly; the vDSO and libc at times),
+    # the long task's all of comm bidod (a short one's first samples,
+    # before its exec, are the shell's)
     n=$(perf script -i "${f}" -F comm,tid,ip,dso 2> /dev/null |
         awk -v tids=" ${tids[*]} " -v long="${long}" '
           index(tids, " " $2 " ") {
             n++
             if ($2 == long) l++
-            if ($1 != "bidod" || $NF == "([unknown])" || $NF ~ /build-id/) bad++
+            if (($2 == long && $1 != "bidod") || $NF == "([unknown])" || $NF ~ /build-id/)
+              bad++
             if ($NF !~ /\/bidod\)$/) other++
           }
           END { print (n > other ? n : 0) + 0, bad + 0, l + 0 }')
