@@ -1039,8 +1039,12 @@ void bido_namer__delete(struct bido_namer *namer)
 		 namer->nr_named, namer->nr_files, namer->nr_pids, namer->nr_gone,
 		 namer->nr_budget, namer->nr_comms, namer->nr_comm_failed);
 	if (namer->scans) {
-		hashmap__for_each_entry(namer->scans, cur, bkt)
-			free(cur->pvalue);
+		hashmap__for_each_entry(namer->scans, cur, bkt) {
+			struct bido_scan *scan = cur->pvalue;
+
+			free(scan->whole);
+			free(scan);
+		}
 	}
 	if (namer->files) {
 		hashmap__for_each_entry(namer->files, cur, bkt)
@@ -1049,13 +1053,6 @@ void bido_namer__delete(struct bido_namer *namer)
 	if (namer->tasks) {
 		hashmap__for_each_entry(namer->tasks, cur, bkt)
 			bido_task__delete(cur->pvalue);
-	}
-	if (namer->scans) {
-		hashmap__for_each_entry(namer->scans, cur, bkt) {
-			struct bido_scan *scan = cur->pvalue;
-
-			free(scan->whole);
-		}
 	}
 	hashmap__free(namer->tasks);
 	hashmap__free(namer->scans);
@@ -1145,7 +1142,8 @@ static void bido_namer__task(struct bido_namer *namer, u32 pid, u32 tid, u64 tim
 	if (added) {
 		task->pid = pid;
 		task->time = time;
-	} else if (!task->written && time < task->time) {
+	} else if (!task->written && (!task->time || time < task->time)) {
+		/* 0: the entry came with the task's record (bido_namer__keep()) */
 		task->time = time;
 	}
 	bido_namer__read_comm(namer, task, tid);
@@ -1259,8 +1257,8 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 			hashmap__delete(namer->pids, pid, NULL, NULL);
 		if (hashmap__find(namer->tasks, tid, &task)) {
 			/* Its comm was not read, and now never will be */
-			if (!task->has_comm && !task->kernel && !task->exited &&
-			    task->tries < BIDO_COMM_TRIES)
+			if (namer->comm && !task->has_comm && !task->kernel && !task->exited &&
+			    task->tries && task->tries < BIDO_COMM_TRIES)
 				namer->nr_comm_failed++;
 			task->exited = true;
 		}

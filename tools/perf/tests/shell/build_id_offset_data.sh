@@ -102,6 +102,7 @@ if bad:
     # Only the header and the sample_id
     out += rec(23, 2, struct.pack(E + "IIQ", pid, tid, 5000))
     out += sample(0x401600, 5001, 0x4444)
+    out += sample(0x600100, 5001, 0x4444)
     out += bido(5002, 0x4444, 0, [(0x400000, 0x402000, 0, b"long", 0),
                                   (0x500000, 0x400000, 0, bid1, 0),
                                   (0x600000, 0x602000, 0, bid1, 0)])
@@ -273,6 +274,8 @@ test_malformed() {
   expect "Malformed ${order}" "BUILD_ID_OFFSET malformed records:          2"
   perf script -i - -F tid,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
   expect "Malformed ${order}" "401234 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234"
+  # The bad record's good map resolves its sample
+  expect "Malformed ${order}" "600100 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x100"
   perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
   expect "Malformed ${order}" "2 of 3 PERF_RECORD_BUILD_ID_OFFSET records are malformed"
 }
