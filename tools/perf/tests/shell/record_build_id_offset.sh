@@ -156,7 +156,7 @@ test_stats() {
   fi
   stats=$(perf report -i "${perfdata}" --stats 2> /dev/null)
   # perf record's summary counts the records that perf report reads
-  records=$(echo "${stats}" | awk '/BUILD_ID_OFFSET events:/ { print $NF }')
+  records=$(echo "${stats}" | awk '/BUILD_ID_OFFSET events:/ { print $3 }')
   summary=$(sed -n 's/^\[ perf record: \([0-9]*\) build-ID offset records (.*/\1/p' \
             "${perfdata}.err")
   if [ -z "${records}" ] || [ "${summary}" != "${records}" ]
