@@ -47,26 +47,31 @@
  * size (kmalloc-192, kmalloc-cg-192, the kmalloc-rnd-NN-192 of
  * CONFIG_RANDOM_KMALLOC_CACHES, ...).
  */
-static const char *const caches[] = { "192", "1k", "2k", "4k" };
+static const char *const caches[] = { "128", "192", "256", "512", "1k", "2k", "4k" };
 #define NR_CACHES	(sizeof(caches) / sizeof(caches[0]))
+
+/* The kmalloc buckets the tracepoints' "bytes" may name */
+static const unsigned int bucket[] = { 64, 96, 128, 192, 256, 512, 1024, 2048 };
+#define NR_BUCKETS	(sizeof(bucket) / sizeof(bucket[0]))
 
 struct slab {
 	long long slab_kb;			/* /proc/meminfo Slab */
 	long long objs[NR_CACHES];		/* active objects */
 	int have_objs;				/* /proc/slabinfo was read */
 	/*
-	 * perf_bido_state_alloc less perf_bido_state_free so far in the run:
-	 * per-task states [0], tables and stashes [1]; -1 if not countable
+	 * perf_bido_state_alloc less perf_bido_state_free so far in the run,
+	 * by kind (per-task states [0], tables and stashes [1]) and bucket;
+	 * -1 if not countable
 	 */
-	long long held[2];
+	long long held[2][NR_BUCKETS];
 };
 
 /*
  * Counting events on the perf_build_id_offset tracepoints, one per CPU:
- * [stash][0] the allocations, [stash][1] the frees, of per-task states
- * (stash 0) or of tables and stashes (stash 1)
+ * [stash][bucket][0] the allocations, [1] the frees, of per-task states
+ * (stash 0) or of tables and stashes (stash 1) of that kmalloc bucket
  */
-static int *tp_fd[2][2];
+static int *tp_fd[2][NR_BUCKETS][2];
 
 static int nr_threads = 10000, spin_us = 2000;
 static int go_pipe[2], again_pipe[2];
@@ -111,27 +116,39 @@ static void tp_open(void)
 	static const char *const names[] = {
 		"perf_bido_state_alloc", "perf_bido_state_free",
 	};
-	static const char *const filters[] = { "stash == 0", "stash == 1" };
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
 		.type = PERF_TYPE_TRACEPOINT,
 	};
+	char filter[64];
+	unsigned int b;
 	int st, k, c;
 
 	for (st = 0; st < 2; st++) {
-		for (k = 0; k < 2; k++) {
-			attr.config = tp_id(names[k]);
-			tp_fd[st][k] = calloc(nr_cpus, sizeof(int));
-			for (c = 0; tp_fd[st][k] && c < nr_cpus; c++) {
-				int fd = syscall(__NR_perf_event_open, &attr, -1, c, -1, 0);
+		for (b = 0; b < NR_BUCKETS; b++) {
+			snprintf(filter, sizeof(filter), "stash == %d && bytes == %u",
+				 st, bucket[b]);
+			for (k = 0; k < 2; k++) {
+				int **fds = &tp_fd[st][b][k];
 
-				if ((int)attr.config < 0 || fd < 0 ||
-				    ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filters[st])) {
-					free(tp_fd[st][k]);
-					tp_fd[st][k] = NULL;
-					break;
+				attr.config = tp_id(names[k]);
+				*fds = calloc(nr_cpus, sizeof(int));
+				for (c = 0; *fds && c < nr_cpus; c++) {
+					int fd = syscall(__NR_perf_event_open, &attr,
+							 -1, c, -1, 0);
+
+					if ((int)attr.config < 0 || fd < 0 ||
+					    ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) {
+						if (fd >= 0)
+							close(fd);
+						while (c--)
+							close((*fds)[c]);
+						free(*fds);
+						*fds = NULL;
+						break;
+					}
+					(*fds)[c] = fd;
 				}
-				tp_fd[st][k][c] = fd;
 			}
 		}
 	}
@@ -153,14 +170,19 @@ static long long tp_sum(int *fd)
 
 static void tp_close(void)
 {
+	unsigned int b;
 	int st, k, c;
 
 	for (st = 0; st < 2; st++) {
-		for (k = 0; k < 2; k++) {
-			for (c = 0; tp_fd[st][k] && c < nr_cpus; c++)
-				close(tp_fd[st][k][c]);
-			free(tp_fd[st][k]);
-			tp_fd[st][k] = NULL;
+		for (b = 0; b < NR_BUCKETS; b++) {
+			for (k = 0; k < 2; k++) {
+				int **fds = &tp_fd[st][b][k];
+
+				for (c = 0; *fds && c < nr_cpus; c++)
+					close((*fds)[c]);
+				free(*fds);
+				*fds = NULL;
+			}
 		}
 	}
 }
@@ -175,9 +197,12 @@ static void slab_read(struct slab *s)
 
 	memset(s, 0, sizeof(*s));
 	for (st = 0; st < 2; st++) {
-		long long a = tp_sum(tp_fd[st][0]), b = tp_sum(tp_fd[st][1]);
+		for (i = 0; i < NR_BUCKETS; i++) {
+			long long a = tp_sum(tp_fd[st][i][0]);
+			long long b = tp_sum(tp_fd[st][i][1]);
 
-		s->held[st] = a < 0 || b < 0 ? -1 : a - b;
+			s->held[st][i] = a < 0 || b < 0 ? -1 : a - b;
+		}
 	}
 	f = fopen("/proc/meminfo", "r");
 	while (f && fgets(line, sizeof(line), f))
@@ -366,6 +391,51 @@ static double per_thread(long long a0, long long a1, long long b0, long long b1,
 	return unit * ((b1 - b0) - (a1 - a0)) / nr_threads;
 }
 
+/* Objects of kind @st held at @s, and their bytes; -1 if not countable */
+static long long held_objs(const struct slab *s, int st, long long *bytes)
+{
+	long long objs = 0;
+	unsigned int b;
+
+	*bytes = 0;
+	for (b = 0; b < NR_BUCKETS; b++) {
+		if (s->held[st][b] < 0)
+			return -1;
+		objs += s->held[st][b];
+		*bytes += s->held[st][b] * bucket[b];
+	}
+	return objs;
+}
+
+/*
+ * What the tracepoints say is held with the threads waiting (@w) and after
+ * close (@a): each sampled thread holds one per-task state (the spares of
+ * each CPU are states too), so bytes per state is the feature's own cost
+ * per sampled thread, beyond the unwinder's cache
+ */
+static void held_print(const struct slab *w, const struct slab *a)
+{
+	long long states, tables, sb, tb, as, at, ab;
+	unsigned int b;
+
+	states = held_objs(w, 0, &sb);
+	tables = held_objs(w, 1, &tb);
+	as = held_objs(a, 0, &ab);
+	at = held_objs(a, 1, &ab);
+	if (states < 0 || tables < 0 || as < 0 || at < 0) {
+		printf("\n(the perf_build_id_offset tracepoints could not be counted)\n");
+		return;
+	}
+	printf("\nbido, from the kernel's tracepoints, with the threads waiting: %lld per-task states (%lld bytes), %lld tables and stashes (%lld bytes:",
+	       states, sb, tables, tb);
+	for (b = 0; b < NR_BUCKETS; b++)
+		if (w->held[1][b])
+			printf(" %lld of %u", w->held[1][b], bucket[b]);
+	printf(" bytes); %.0f bytes per state, %.2f states per thread; after close: %lld and %lld\n",
+	       states ? (double)(sb + tb) / states : 0.0,
+	       (double)states / nr_threads, as, at);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const name[] = { "none", "plain", "bido" };
@@ -413,13 +483,6 @@ int main(int argc, char **argv)
 		       r[2][2].objs[i] - r[2][0].objs[i]);
 	if (!r[2][1].have_objs)
 		printf("\n(no /proc/slabinfo in this kernel: the caches are not shown)\n");
-	if (r[2][1].held[0] >= 0 && r[2][1].held[1] >= 0)
-		printf("\nbido, from the kernel's tracepoints: %lld per-task states and %lld tables and stashes held with the threads waiting (%.2f and %.2f per thread), %lld and %lld after close\n",
-		       r[2][1].held[0], r[2][1].held[1],
-		       (double)r[2][1].held[0] / nr_threads,
-		       (double)r[2][1].held[1] / nr_threads,
-		       r[2][2].held[0], r[2][2].held[1]);
-	else
-		printf("\n(the perf_build_id_offset tracepoints could not be counted)\n");
+	held_print(&r[2][1], &r[2][2]);
 	return 0;
 }

@@ -132,18 +132,28 @@ struct perf_bido_spares {
 
 static DEFINE_PER_CPU(struct perf_bido_spares, perf_bido_spare);
 
+/* The kmalloc bucket an object of @size takes, for the state tracepoints */
+#define perf_bido_bytes(size)	((unsigned int)kmalloc_size_roundup(size))
+
+static unsigned int perf_bido_table_bytes(const struct perf_bido_table *tab)
+{
+	return perf_bido_bytes(struct_size(tab, maps, tab->room));
+}
+
 static struct perf_bido_task *perf_bido_task_alloc(void)
 {
 	struct perf_bido_task *bt = kzalloc(sizeof(*bt), GFP_KERNEL);
 
 	if (bt)
-		trace_perf_bido_state_alloc(bt, false);
+		trace_perf_bido_state_alloc(bt, false,
+					    perf_bido_bytes(sizeof(*bt)));
 	return bt;
 }
 
 static void perf_bido_task_free(struct perf_bido_task *bt)
 {
-	trace_perf_bido_state_free(bt, false);
+	trace_perf_bido_state_free(bt, false,
+				   perf_bido_bytes(sizeof(*bt)));
 	/* The sweep may be looking at it, under RCU */
 	kfree_rcu(bt, rcu);
 }
@@ -743,43 +753,35 @@ static void perf_bido_free_stash(struct task_struct *task)
 		return;
 	stash = xchg(&bt->stash, NULL);
 	if (stash) {
-		trace_perf_bido_state_free(stash, true);
+		trace_perf_bido_state_free(stash, true,
+					   perf_bido_bytes(sizeof(*stash)));
 		kfree(stash);
 	}
 	tab = xchg(&bt->table, NULL);
 	if (tab) {
-		trace_perf_bido_state_free(tab, true);
+		trace_perf_bido_state_free(tab, true, perf_bido_table_bytes(tab));
 		kfree(tab);
 	}
 }
 
 /*
- * Make the task's table, if it has none, for its last record; and its
- * stash once a sample found none for addresses to keep (that sample lost
- * them): most tasks never have any, as only branch stacks and precise IPs
- * need one.
+ * Make the task's stash once a sample found none for addresses to keep
+ * (that sample lost them): most tasks never have one, as only branch
+ * stacks and precise IPs need it.
  */
 static void perf_bido_alloc_stash(struct perf_bido_task *bt)
 {
 	struct perf_bido_stash *stash;
-	struct perf_bido_table *tab;
 
 	if (current->flags & PF_EXITING)
 		return;
 
-	if (!bt->table) {
-		tab = kzalloc(sizeof(*tab), GFP_KERNEL);
-		if (tab) {
-			trace_perf_bido_state_alloc(tab, true);
-			/* Samples on this CPU see NULL or a zeroed table */
-			smp_store_release(&bt->table, tab);
-		}
-	}
 	if (!bt->stash && READ_ONCE(bt->missed)) {
 		stash = kzalloc(sizeof(*stash), GFP_KERNEL);
 		if (stash) {
-			trace_perf_bido_state_alloc(stash, true);
-			/* As for the table */
+			trace_perf_bido_state_alloc(stash, true,
+						    perf_bido_bytes(sizeof(*stash)));
+			/* Samples on this CPU see NULL or a zeroed stash */
 			smp_store_release(&bt->stash, stash);
 			/*
 			 * The samples of this entry stash nothing (bt->done is
@@ -791,7 +793,7 @@ static void perf_bido_alloc_stash(struct perf_bido_task *bt)
 
 	/*
 	 * The last receiver may have gone since the caller looked, and the
-	 * sweep that followed passed this task when it had neither yet
+	 * sweep that followed passed this task when it had none yet
 	 */
 	if (!atomic_read(&nr_defer_output_events))
 		perf_bido_free_stash(current);
@@ -1315,6 +1317,43 @@ static bool perf_bido_table_retire(struct perf_bido_table *tab)
 }
 
 /*
+ * The task's table with room for @nr maps: the one it has if that is
+ * large enough, else one sized to the kmalloc bucket @nr needs (a record
+ * of four files fits in 256 bytes), which replaces it.  Whatever table a
+ * sample that interrupts us finds has cookie 0 until the caller saves
+ * the record in it.
+ */
+VISIBLE_IF_KUNIT struct perf_bido_table *
+perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
+{
+	struct perf_bido_table *tab = bt->table, *old;
+	size_t size;
+
+	if (tab && tab->room >= nr)
+		return tab;
+	if (current->flags & PF_EXITING)
+		return NULL;
+
+	size = kmalloc_size_roundup(struct_size(tab, maps, nr));
+	tab = kzalloc(size, GFP_KERNEL);
+	if (!tab)
+		return NULL;
+	tab->room = min_t(size_t, (size - sizeof(*tab)) / sizeof(tab->maps[0]),
+			  PERF_BIDO_REUSE_MAPS);
+	trace_perf_bido_state_alloc(tab, true, size);
+	/*
+	 * A sample on this CPU sees the old table or the zeroed new one, and
+	 * one that read the old pointer is done with it before we go on.
+	 */
+	old = xchg(&bt->table, tab);
+	if (old) {
+		trace_perf_bido_state_free(old, true, perf_bido_table_bytes(old));
+		kfree(old);
+	}
+	return tab;
+}
+
+/*
  * Keep the maps of the record just built for the later samples of the
  * sessions of @to in @delivered (see perf_bido_emit()).  The cookie goes
  * last: a sample that interrupts us sees 0 until then.
@@ -1447,8 +1486,14 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
 	 * Only a session every receiver of which had room for the record
 	 * may name it in later samples
 	 */
-	if (tab && delivered && perf_bido_table_ok(&res))
-		perf_bido_table_save(tab, &res, cookie, &to, delivered);
+	if (delivered && res.nr_maps && perf_bido_table_ok(&res)) {
+		tab = perf_bido_table_room(bt, res.nr_maps);
+		if (tab)
+			perf_bido_table_save(tab, &res, cookie, &to, delivered);
+		/* As in perf_bido_alloc_stash(): the sweep may have passed */
+		if (!atomic_read(&nr_defer_output_events))
+			perf_bido_free_stash(current);
+	}
 	kvfree(res.maps);
 }
 

@@ -145,6 +145,8 @@ struct perf_bido_record {
  * @sessions:	the sessions whose receivers all got the record, with
  *		room: only their samples may name it
  * @nr:		entries in @maps
+ * @room:	entries @maps has room for, at most PERF_BIDO_REUSE_MAPS:
+ *		the table is sized to the maps of the records it keeps
  * @maps:	sorted by start
  *
  * See perf_bido_reuse().  Written only by the task's deferred work, read
@@ -155,9 +157,10 @@ struct perf_bido_table {
 	const struct mm_struct	*mm;
 	u64			exec_id;
 	unsigned int		mm_seq;
-	unsigned int		nr;
+	u16			nr;
+	u16			room;
 	const void		*sessions[PERF_BIDO_SESSIONS];
-	struct perf_bido_map	maps[PERF_BIDO_REUSE_MAPS];
+	struct perf_bido_map	maps[] __counted_by(room);
 };
 
 /**
@@ -222,6 +225,8 @@ bool perf_bido_table_covers(const struct perf_bido_table *tab,
 			    unsigned long addr);
 unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
 				   const struct perf_bido_table *tab);
+struct perf_bido_table *perf_bido_table_room(struct perf_bido_task *bt,
+					     unsigned int nr);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

@@ -31,6 +31,9 @@
  *   bido_reuse_table	what a later sample may reuse: coverage of the
  *			last table, merging it into the next record, the
  *			bound on its maps, mm_lock_seq moving on a change
+ *   bido_table_room	the table is sized to the maps it keeps: a record
+ *			of four files in 256 bytes, grown when a record
+ *			has more, never past PERF_BIDO_REUSE_MAPS
  *
  * Not covered here: the sampling hook itself, which needs a perf event in
  * an interrupt, and the emission of the record into ring buffers, which
@@ -596,6 +599,7 @@ static void bido_table_from(struct perf_bido_table *tab,
 			    const struct perf_bido_resolve *res)
 {
 	memset(tab, 0, sizeof(*tab));
+	tab->room = PERF_BIDO_REUSE_MAPS;
 	tab->cookie = 1;
 	tab->mm_seq = res->mm_seq;
 	tab->nr = res->nr_maps;
@@ -614,7 +618,8 @@ static void bido_reuse_table(struct kunit *test)
 	if (!IS_ENABLED(CONFIG_PER_VMA_LOCK))
 		kunit_skip(test, "no mm_lock_seq without CONFIG_PER_VMA_LOCK");
 
-	tab = kunit_kzalloc(test, sizeof(*tab), GFP_KERNEL);
+	tab = kunit_kzalloc(test, struct_size(tab, maps, PERF_BIDO_REUSE_MAPS),
+			    GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	bido_map_layout(test, file);
 	bido_resolve(test, &res, PERF_BIDO_REUSE_MAPS);
@@ -690,6 +695,48 @@ static void bido_reuse_table(struct kunit *test)
 #endif
 }
 
+static void bido_table_room(struct kunit *test)
+{
+	struct perf_bido_task *bt;
+	struct perf_bido_table *tab;
+
+	bt = kunit_kzalloc(test, sizeof(*bt), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bt);
+
+	/* The header and four maps: 256 bytes, the goal per sampled task */
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 4), 256);
+
+	tab = perf_bido_table_room(bt, 1);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
+	KUNIT_EXPECT_GE(test, tab->room, 1);
+	KUNIT_EXPECT_LE(test, ksize(tab), 128);
+	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
+
+	/* Room enough: the same table */
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, tab->room), tab);
+
+	tab = perf_bido_table_room(bt, 4);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
+	KUNIT_EXPECT_EQ(test, tab->room, 4);
+	KUNIT_EXPECT_EQ(test, ksize(tab), 256);
+	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
+
+	/* The bucket of 5 maps has room for more, up to the bound */
+	tab = perf_bido_table_room(bt, 5);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	KUNIT_EXPECT_GE(test, tab->room, 5);
+	KUNIT_EXPECT_LE(test, tab->room, PERF_BIDO_REUSE_MAPS);
+	KUNIT_EXPECT_LE(test, struct_size(tab, maps, tab->room), ksize(tab));
+
+	tab = perf_bido_table_room(bt, PERF_BIDO_REUSE_MAPS);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	KUNIT_EXPECT_EQ(test, tab->room, PERF_BIDO_REUSE_MAPS);
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 2), tab);
+	kfree(bt->table);
+}
+
 static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bido_layout),
 	KUNIT_CASE(bido_check_attr),
@@ -705,6 +752,7 @@ static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bido_no_build_id),
 	KUNIT_CASE(bido_page_cache_only),
 	KUNIT_CASE(bido_reuse_table),
+	KUNIT_CASE(bido_table_room),
 	{}
 };
 

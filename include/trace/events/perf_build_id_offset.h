@@ -61,48 +61,52 @@ TRACE_EVENT(perf_bido_record,
 
 DECLARE_EVENT_CLASS(perf_bido_state,
 
-	TP_PROTO(const void *state, bool stash),
+	TP_PROTO(const void *state, bool stash, unsigned int bytes),
 
-	TP_ARGS(state, stash),
+	TP_ARGS(state, stash, bytes),
 
 	TP_STRUCT__entry(
 		__field(const void *,	state)
 		__field(bool,		stash)
+		__field(unsigned int,	bytes)
 	),
 
 	TP_fast_assign(
 		__entry->state		= state;
 		__entry->stash		= stash;
+		__entry->bytes		= bytes;
 	),
 
-	TP_printk("%s %p", __entry->stash ? "stash" : "task", __entry->state)
+	TP_printk("%s %p bytes=%u", __entry->stash ? "stash" : "task",
+		  __entry->state, __entry->bytes)
 );
 
 /**
  * perf_bido_state_alloc - per-task state or a stash was allocated
  * @state:	the object
  * @stash:	a task's table of its last record's maps or its stash of
- *		an entry's addresses (1 KiB each, allocated apart) rather
- *		than the per-task state (about 200 bytes; the per-CPU
- *		spares are such states too)
+ *		an entry's addresses (allocated apart) rather than the
+ *		per-task state (the per-CPU spares are such states too)
+ * @bytes:	the size of the kmalloc bucket the object takes
  *
  * In task context.
  */
 DEFINE_EVENT(perf_bido_state, perf_bido_state_alloc,
-	TP_PROTO(const void *state, bool stash),
-	TP_ARGS(state, stash)
+	TP_PROTO(const void *state, bool stash, unsigned int bytes),
+	TP_ARGS(state, stash, bytes)
 );
 
 /**
  * perf_bido_state_free - per-task state or a stash was given back
  * @state:	the object
  * @stash:	as for perf_bido_state_alloc
+ * @bytes:	as for perf_bido_state_alloc
  *
  * In task context, or from the work that frees the spares.
  */
 DEFINE_EVENT(perf_bido_state, perf_bido_state_free,
-	TP_PROTO(const void *state, bool stash),
-	TP_ARGS(state, stash)
+	TP_PROTO(const void *state, bool stash, unsigned int bytes),
+	TP_ARGS(state, stash, bytes)
 );
 
 #endif /* _TRACE_PERF_BUILD_ID_OFFSET_H */

@@ -1111,21 +1111,12 @@ TEST(fork_exec_exit)
  * A sampling receiver on this process, inherited by its new children and
  * threads; without a buffer, which an inherited per-task event cannot have
  */
-static int open_inherited(void)
-{
-	struct perf_event_attr attr;
-
-	bido_attr(&attr);
-	attr.inherit = 1;
-	return perf_open(&attr, 0, -1);
-}
-
 /*
  * Once the last receiving event is gone, every task gives back its
- * per-task state (the state, the stash with its last record, the unwind
- * cache) when it next returns to user space; debugfs stats "stashes" and
- * "tasks" count the stashes and states there are.  Eight threads are sampled, get one each, and must
- * have given them back after the event is closed.
+ * per-task state (the state, the table of its last record, the unwind
+ * cache) when it next returns to user space.  Eight threads are sampled
+ * into a buffer with room (a record none got leaves no table), get one
+ * each, and must have given them back after the event is closed.
  */
 static int stop_spin;
 
@@ -1156,9 +1147,11 @@ TEST(stashes_freed)
 {
 	long long during, after = LLONG_MIN, t_during, t_after = LLONG_MIN;
 	static const char *const filter[] = { "stash == 0", "stash == 1" };
+	struct perf_event_attr attr;
 	struct bido_tp tp[4];
+	struct ring *rb;
 	pthread_t th[8];
-	int fd, i;
+	int i, nr_cpus;
 
 	if (bido_missing(_metadata))
 		return;
@@ -1172,9 +1165,16 @@ TEST(stashes_freed)
 		}
 	}
 	/* After the counters: the spares the receiver makes count too */
-	fd = open_inherited();
-	ASSERT_LE(0, fd) TH_LOG("perf_event_open: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_ENABLE, 0));
+	bido_attr(&attr);
+	attr.inherit = 1;
+	/* An inherited event is mapped per CPU */
+	nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	rb = calloc(nr_cpus, sizeof(*rb));
+	ASSERT_NE(NULL, rb);
+	for (i = 0; i < nr_cpus; i++) {
+		ASSERT_EQ(0, ring_open(&rb[i], &attr, 0, i, RING_PAGES / 4));
+		ASSERT_EQ(0, ioctl(rb[i].fd, PERF_EVENT_IOC_ENABLE, 0));
+	}
 	__atomic_store_n(&stop_spin, 0, __ATOMIC_RELAXED);
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, spin_syscalls, NULL));
@@ -1183,7 +1183,9 @@ TEST(stashes_freed)
 	t_during = held_since(tp, 0);
 
 	/* The threads go on entering the kernel and returning */
-	close(fd);
+	for (i = 0; i < nr_cpus; i++)
+		ring_close(&rb[i]);
+	free(rb);
 	for (i = 0; i < 100; i++) {
 		usleep(50000);
 		after = held_since(tp, 1);
@@ -1197,7 +1199,7 @@ TEST(stashes_freed)
 	for (i = 0; i < 4; i++)
 		bido_tp_close(&tp[i]);
 
-	ksft_print_msg("stashes_freed: %lld stashes made with 8 threads sampled, %lld once the event was closed; per-task states %lld and %lld (spares included)\n",
+	ksft_print_msg("stashes_freed: %lld tables and stashes made with 8 threads sampled, %lld once the event was closed; per-task states %lld and %lld (spares included)\n",
 		       during, after, t_during, t_after);
 	ASSERT_NE(LLONG_MIN, during);
 	EXPECT_LE(8, during);
@@ -2072,6 +2074,157 @@ TEST(stack_dump)
 	EXPECT_EQ(0, uncovered);
 	trace_free(&t);
 	ring_close(&rb);
+	dlclose(dl);
+}
+
+/*
+ * Code built without frame pointers: libbido_nofp.so, whose
+ * bido_lib_work() calls bido_spin() and the test's leaf() and sets up no
+ * frame pointer (it may keep a value of its own in %rbp), sampled in each
+ * way a sample carries user addresses: the IP alone, perf's frame-pointer
+ * walk in the interrupt, the deferred walk (defer_callchain) and a user
+ * stack dump for a DWARF unwinder.  The walks miss the callers of such
+ * code or follow whatever its %rbp holds: a frame may be missing or be
+ * no code address, but every code address a sample carries must resolve
+ * to the right file, offset and build-ID; with a stack dump, every code
+ * address in the dumped bytes (where a DWARF unwinder finds the frames
+ * the walks miss) must.
+ */
+enum { NOFP_IP, NOFP_FP, NOFP_DEFER, NOFP_DWARF, NOFP_MODES };
+
+static void nofp_attr(struct perf_event_attr *attr, int mode)
+{
+	bido_attr(attr);
+	switch (mode) {
+	case NOFP_IP:
+		attr->sample_type &= ~PERF_SAMPLE_CALLCHAIN;
+		break;
+	case NOFP_DEFER:
+		attr->defer_callchain = 1;
+		break;
+	case NOFP_DWARF:
+		/* Fewer samples: each takes 4 KiB of the buffer */
+		attr->sample_period *= 4;
+		attr->sample_type &= ~PERF_SAMPLE_CALLCHAIN;
+		attr->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		attr->sample_regs_user = 1ULL << 7;	/* PERF_REG_X86_SP */
+		attr->sample_stack_user = 4096;
+		break;
+	}
+}
+
+TEST(no_frame_pointers)
+{
+	static const char * const names[NOFP_MODES] = {
+		"no_frame_pointers, IP only", "no_frame_pointers, fp",
+		"no_frame_pointers, fp,defer", "no_frame_pointers, dwarf",
+	};
+	struct perf_event_attr attr;
+	char path[PATH_MAX];
+	void *dl;
+	int mode;
+
+	if (bido_missing(_metadata))
+		return;
+#ifndef __x86_64__
+	SKIP(return, "the stack pointer's register number is x86-64's");
+#endif
+	lib_path(path, sizeof(path), "libbido_nofp.so");
+	dl = dlopen(path, RTLD_NOW);
+	ASSERT_NE(NULL, dl) TH_LOG("dlopen %s: %s", path, dlerror());
+	lib_work = dlsym(dl, "bido_lib_work");
+	ASSERT_NE(NULL, lib_work);
+
+	for (mode = 0; mode < NOFP_MODES; mode++) {
+		uint64_t in_lib = 0, lib_callers = 0, code = 0, uncovered = 0;
+		uint64_t wrong = 0;
+		struct trace t = {
+			.stack_dump = mode == NOFP_DWARF,
+			.no_callchain = mode == NOFP_IP,
+		};
+		struct tally ty;
+		struct ring rb;
+		struct maps m;
+		int i, k, dup = 0, missing = 0;
+
+		nofp_attr(&attr, mode);
+		ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, RING_PAGES));
+		ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
+		burn(0.8, &rb, 1, &t, NULL);
+		ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));
+		ring_drain(&rb, &t);
+		if (mode == NOFP_DEFER)
+			missing = trace_merge_deferred(&t, &dup);
+		maps_read(&m, "/proc/self/maps");
+
+		for (i = 0; i < t.nr_s; i++) {
+			const struct sample *s = &t.s[i];
+			struct record *r = s->cookie ?
+				find_record(&t, s->tid, s->cookie) : NULL;
+
+			for (k = 0; r && k < s->nr; k++) {
+				struct vma *v = maps_find(&m, s->addrs[k]);
+				const struct bido_map *bm;
+				const char *why;
+
+				if (!v || !v->exec)
+					continue;
+				bm = rec_find(r, s->addrs[k]);
+				if (strstr(v->path, "libbido_nofp.so") && bm) {
+					in_lib += !k;
+					lib_callers += k > 0;
+				}
+				if (mode != NOFP_DWARF)
+					continue;
+				/* Every word of the dump in an executable mapping */
+				code++;
+				if (!bm)
+					uncovered++;
+				else if (check_addr(&m, s->addrs[k], bm, &why) != RESOLVED)
+					wrong++;
+			}
+		}
+
+		if (mode == NOFP_DWARF) {
+			ksft_print_msg("%s: %d samples, %d records, %llu lost; %llu code addresses in the dumps: %llu not covered, %llu wrong; %llu IPs and %llu other words in the library\n",
+				       names[mode], t.nr_s, t.nr_r,
+				       (unsigned long long)t.lost,
+				       (unsigned long long)code,
+				       (unsigned long long)uncovered,
+				       (unsigned long long)wrong,
+				       (unsigned long long)in_lib,
+				       (unsigned long long)lib_callers);
+			EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
+			EXPECT_EQ(0, t.lost);
+			EXPECT_LT(50, t.nr_s);
+			EXPECT_EQ(0, uncovered);
+			EXPECT_EQ(0, wrong);
+		} else {
+			join(&t, &m, NULL, &ty, NULL, NULL);
+			tally_print(names[mode], &ty, &t);
+			ksft_print_msg("%s: %llu IPs and %llu callers in the library; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs\n",
+				       names[mode], (unsigned long long)in_lib,
+				       (unsigned long long)lib_callers, t.nr_d,
+				       dup, missing);
+			expect_exact(_metadata, &t, &ty, 50, false, 999);
+		}
+		/* The workload ran in the library */
+		EXPECT_LT(0, in_lib);
+		/*
+		 * leaf(), built with frame pointers, returns into the library:
+		 * a walk finds that frame, and the dump holds it
+		 */
+		if (mode != NOFP_IP)
+			EXPECT_LT(0, lib_callers);
+		if (mode == NOFP_DEFER) {
+			EXPECT_EQ(0, dup);
+			EXPECT_GE(1, missing);
+		}
+		free(m.v);
+		trace_free(&t);
+		ring_close(&rb);
+	}
+	lib_work = NULL;
 	dlclose(dl);
 }
 

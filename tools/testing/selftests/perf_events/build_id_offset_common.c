@@ -395,7 +395,7 @@ static void parse_sample(struct trace *t, const struct perf_event_header *h)
 	s->tid = *p++ >> 32;
 	s->time = *p++;
 	s->cpu = *p++ & 0xffffffff;
-	nr = *p++;
+	nr = t->no_callchain ? 0 : *p++;
 	if (p + nr + 1 != end) {
 		trace_bad(t, "sample size does not match its fields");
 		return;

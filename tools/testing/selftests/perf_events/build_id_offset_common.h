@@ -158,6 +158,8 @@ struct trace {
 	 * of the stack dump
 	 */
 	bool stack_dump;
+	/* Samples have no CALLCHAIN field: their addrs are the IP only */
+	bool no_callchain;
 	int bad_records;	/* layout, padding or pointer problems */
 	char why[128];		/* the first of them */
 	/* Set by trace_index() */

@@ -2,9 +2,9 @@
 /*
  * Shared objects for build_id_offset.c, built several times: with a
  * build-ID (dlopen()ed, and mapped by hand from a file whose note the
- * test evicts from the page cache, from a memfd, from a deleted file) and
- * without one; and for build_id_offset_robust.c, linked with its note on
- * a page of its own.  BIDO_VARIANT makes each build's bytes, so its
+ * test evicts from the page cache, from a memfd, from a deleted file),
+ * without one, and without frame pointers; and for
+ * build_id_offset_robust.c, linked with its note on a page of its own.  BIDO_VARIANT makes each build's bytes, so its
  * build-ID, its own.
  *
  * bido_spin() is mapped and called without the dynamic loader, at an
