@@ -40,7 +40,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
-.PHONY: all deps tree refresh series-check kernel perf selftests workloads \
+.PHONY: all deps tree refresh series-check kernel perf perf-base selftests workloads \
 	build check demo bench bench-tools stress perf-test-survey clean \
 	distclean
 
@@ -80,6 +80,22 @@ perf: tree
 		$(PERF_FLAGS) >$(POBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(POBJ)/build.log; exit 1; }
 
+# perf of the Debian base without the series (the tools/ of the tree's
+# 'base' commit): the reader that files made by `perf inject
+# --buildid-offset-mmap2` are for; a perf test compares its reports.
+BASESRC := $(BUILD)/src/base
+PBOBJ   := $(BUILD)/obj/perf-base
+$(BASESRC)/.stamp: BASE | tree
+	@rm -rf $(BASESRC) && mkdir -p $(BASESRC)
+	@git -C $(SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
+		tar -x -C $(BASESRC)
+	@touch $@
+perf-base: tree $(BASESRC)/.stamp
+	@echo "perf-base: building $(PBOBJ:$(REPO)/%=%)/perf"
+	@mkdir -p $(PBOBJ)
+	@$(MAKE) -s -C $(BASESRC)/tools/perf O=$(PBOBJ) CC="$(KCC)" -j$(JOBS) \
+		$(PERF_FLAGS) >$(PBOBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(PBOBJ)/build.log; exit 1; }
 # Selftests compile against the UAPI headers of the kernel we built.
 selftests: kernel
 	@mkdir -p $(SOBJ)/perf_events
@@ -90,7 +106,7 @@ selftests: kernel
 workloads: $(BUILD)/.deps
 	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
 
-build: kernel perf selftests workloads
+build: kernel perf perf-base selftests workloads
 
 # T=NAME runs one test (or several: T="a b") instead of the whole list.
 check: build

@@ -5,7 +5,8 @@
 # Reading side of PERF_SAMPLE_BUILD_ID_OFFSET, on any kernel: a made-up
 # pipe-mode perf.data with a sample cookie and a PERF_RECORD_BUILD_ID_OFFSET,
 # written little and big endian, must read the same (swap), show in
-# 'perf report -D' and 'perf script', and pass 'perf inject' unchanged.
+# 'perf report -D' and 'perf script', pass 'perf inject' unchanged, and
+# become MMAP2 records with 'perf inject --buildid-offset-mmap2'.
 
 set -e
 
@@ -198,6 +199,31 @@ test_inject_build_ids() {
   done
 }
 
+# perf inject --buildid-offset-mmap2: the mapping the first sample hits
+# becomes an MMAP2 with its build-ID, at that sample's time and before
+# it; no record, cookie or sample bit is left; the sample resolves as
+# before, also for a perf without the series (PERF_BASE, where set).
+test_inject_mmap2() {
+  local order=$1 reader
+
+  echo "perf inject --buildid-offset-mmap2, ${order}"
+  make_data "${order}" 0 > "${data}"
+  perf inject --buildid-offset-mmap2 -i - -o "${injected}" < "${data}" 2> /dev/null
+  perf report -D -i "${injected}" > "${dump}" 2> /dev/null
+  expect_line "Inject mmap2 ${order}" "1000 0x68 [0x90]: PERF_RECORD_MMAP2 4242/4242: [0x400000(0x2000) @ 0 <0102030405060708090a0b0c0d0e0f1011121314>]: ---p [build-id:0102030405060708090a0b0c0d0e0f1011121314]"
+  expect "Inject mmap2 ${order}" "1000 0xf8 [0x20]: PERF_RECORD_SAMPLE(IP, 0x2): 4242/4242: 0x401234 period: 1 addr: 0"
+  if grep -q "BUILD_ID_OFFSET\|build-ID offset cookie" "${dump}"
+  then
+    echo "Inject mmap2 ${order} [Failed build-ID offset record or cookie left]"
+    fail=1
+  fi
+  for reader in perf ${PERF_BASE}
+  do
+    "${reader}" script -i "${injected}" -F tid,ip,dso > "${dump}" 2> /dev/null
+    expect "Inject mmap2 ${order}, ${reader} script" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314])"
+  done
+}
+
 # The first sample comes before its record: it must be held until the
 # record's maps are in, then resolve to the build-ID and file offset; the
 # last one's record never comes: counted.
@@ -315,6 +341,8 @@ run test_bad_nr be
 run test_script
 run test_inject
 run test_inject_build_ids
+run test_inject_mmap2 le
+run test_inject_mmap2 be
 run test_join
 run test_unresolved
 run test_debug_only_dso

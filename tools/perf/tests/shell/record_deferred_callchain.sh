@@ -11,7 +11,7 @@ dump=$(mktemp /tmp/__perf_test.dump.XXXXX)
 workload="perf test -w leafloop 1"
 
 cleanup() {
-  rm -f "${perfdata}" "${perfdata}".old "${dump}"
+  rm -f "${perfdata}" "${perfdata}".old "${perfdata}".inj "${dump}"
   trap - EXIT TERM INT
 }
 
@@ -48,10 +48,10 @@ test_support() {
   fi
 }
 
-# Of the samples in leaf(), the share (in percent) whose next frames are
-# parent() and leafloop(); prints "full leaf".
+# Of the samples in leaf() (of $1, default the recording), those whose
+# next frames are parent() and leafloop(); prints "full leaf".
 chain_share() {
-  perf script -i "${perfdata}" -F ip,sym 2> /dev/null | awk '
+  perf script -i "${1:-${perfdata}}" -F ip,sym 2> /dev/null | awk '
     NF == 0 { if (n) { nleaf += s[1] == "leaf"
                        full += s[1] == "leaf" && s[2] == "parent" && s[3] == "leafloop" }
               n = 0; next }
@@ -112,6 +112,22 @@ test_chains() {
   if [ "${unmerged:-0}" -gt $((2 + ${exec_entry:-0})) ] && [ "${lost:-0}" -eq 0 ]
   then
     echo "${what} [Failed ${unmerged} samples without their record]"
+    err=1
+    return
+  fi
+  # perf inject without options passes the records on with the samples
+  # that name them: the same chains come out of its output
+  if ! perf inject -i "${perfdata}" -o "${perfdata}.inj" > /dev/null 2>&1
+  then
+    echo "${what} [Failed perf inject]"
+    err=1
+    return
+  fi
+  # shellcheck disable=SC2046
+  set -- $(chain_share "${perfdata}.inj")
+  if [ "$1" != "${full}" ] || [ "$2" != "${nleaf}" ]
+  then
+    echo "${what} [Failed after perf inject: $1 of $2 samples in leaf() with parent() and leafloop()]"
     err=1
     return
   fi
