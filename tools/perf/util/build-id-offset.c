@@ -214,15 +214,33 @@ static int bido_thread__release(struct bido_join *join, struct bido_thread *bt, 
 	return err;
 }
 
+/* Deliver a sample now, none of its user addresses resolved */
+static int bido_join__unresolved(struct evsel *evsel, union perf_event *event,
+				 struct perf_sample *sample, bool no_cookie,
+				 bido_deliver_fn deliver, void *data)
+{
+	struct bido_held now = {
+		.evsel = evsel, .cookie = sample->bido_cookie, .tid = sample->tid,
+		.no_cookie = no_cookie, .event = event,
+	};
+	int err = deliver(&now, /*joined=*/false, data);
+
+	return err ? err : 1;
+}
+
 /**
  * bido_join__hold - keep a sample until its record arrives
  *
  * Returns 1 if the sample was kept (it is delivered later through
- * @deliver), 0 if the caller delivers it now: it has no cookie, its record
- * was seen already, or there is no memory to keep it.  Counts in @stats
- * the samples of @evsel that have no cookie (no record will come) and
- * those that name a record seen already (the task's last).  Only for
- * sessions that deliver in time order.
+ * @deliver) or delivered already, 0 if the caller delivers it now: its
+ * event has no PERF_SAMPLE_BUILD_ID_OFFSET, or its record was seen
+ * already.  A sample of such an event without a cookie (the kernel
+ * promised no record: the task was exiting, or the sample came after its
+ * entry's record was written) goes out at once with no user address
+ * resolved, counted in @stats, as does one there is no memory to keep
+ * (counted as without its record).  Counts too the samples that name a
+ * record seen already (the task's last).  Only for sessions that deliver
+ * in time order.
  */
 int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		    union perf_event *event, struct perf_sample *sample,
@@ -233,18 +251,19 @@ int bido_join__hold(struct machine *machine, struct evsel *evsel,
 	struct bido_held *held;
 	int err;
 
-	if (!sample->bido_cookie) {
-		if (evsel->core.attr.sample_type & PERF_SAMPLE_BUILD_ID_OFFSET)
-			stats->nr_bido_no_cookie++;
+	if (!(evsel->core.attr.sample_type & PERF_SAMPLE_BUILD_ID_OFFSET))
 		return 0;
+	if (!sample->bido_cookie) {
+		stats->nr_bido_no_cookie++;
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/true,
+					     deliver, data);
 	}
 
 	join = machine__bido_join(machine);
-	if (!join)
-		return 0;
-	bt = bido_join__thread(join, sample->tid, /*create=*/true);
+	bt = join ? bido_join__thread(join, sample->tid, /*create=*/true) : NULL;
 	if (!bt)
-		return 0;
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false,
+					     deliver, data);
 
 	/*
 	 * A sample taken while the record of its entry was being written, or
@@ -275,12 +294,12 @@ int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		return err;
 
 	held = zalloc(sizeof(*held));
-	if (!held)
-		return 0;
-	held->event = memdup(event, event->header.size);
-	if (!held->event) {
+	if (held)
+		held->event = memdup(event, event->header.size);
+	if (!held || !held->event) {
 		free(held);
-		return 0;
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false,
+					     deliver, data);
 	}
 	held->evsel = evsel;
 	held->cookie = sample->bido_cookie;
@@ -390,7 +409,7 @@ int bido_held__deliver(struct bido_held *held, bool joined, struct machine *mach
 
 	if (held->mm_changed)
 		stats->nr_bido_mm_changed_samples++;
-	else if (!joined)
+	else if (!joined && !held->no_cookie)
 		stats->nr_bido_unjoined++;
 
 	ret = evsel__parse_sample(held->evsel, held->event, &sample);

@@ -34,6 +34,8 @@ struct bido_held {
 	u32			 tid;
 	/* Its record came flagged MM_CHANGED: no user address resolves */
 	bool			 mm_changed;
+	/* It has no cookie: no record will come, no user address resolves */
+	bool			 no_cookie;
 	union perf_event	*event;
 };
 
