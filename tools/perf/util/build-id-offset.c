@@ -630,15 +630,33 @@ static bool build_id_offset__map_known(struct maps *maps,
 	return known;
 }
 
+struct bido_range {
+	u64	start, end;
+};
+
+/* A map of perf inject --jit (a jitted-PID-N.so) in the range? */
+static int build_id_offset__jitted_cb(struct map *map, void *data)
+{
+	const struct bido_range *r = data;
+	const char *name;
+
+	if (map__end(map) <= r->start || map__start(map) >= r->end)
+		return 0;
+	name = strrchr(dso__long_name(map__dso(map)), '/');
+	return name && !strncmp(name + 1, "jitted-", 7);
+}
+
 /*
  * Anonymous executable memory is JIT code: as for an MMAP2 of "//anon",
  * a map of the addresses themselves onto /tmp/perf-PID.map, where a JIT
- * may list its symbols.
+ * may list its symbols.  Unless perf inject --jit put the JIT's own maps
+ * of its code there, from its jitdump: those name the functions, and stay.
  */
 static int build_id_offset__insert_anon_map(struct machine *machine, struct thread *thread,
 					    const struct perf_record_build_id_offset_map *m)
 {
 	struct map *map = maps__find(thread__maps(thread), m->start);
+	struct bido_range range = { .start = m->start, .end = m->end };
 	char anon[] = "//anon";
 	int err;
 
@@ -651,6 +669,8 @@ static int build_id_offset__insert_anon_map(struct machine *machine, struct thre
 		if (known)
 			return 0;
 	}
+	if (maps__for_each_map(thread__maps(thread), build_id_offset__jitted_cb, &range))
+		return 0;
 	map = map__new(machine, m->start, m->end - m->start, m->pgoff, /*id=*/NULL,
 		       PROT_EXEC, MAP_PRIVATE, /*bid=*/NULL, anon, thread);
 	if (!map)
@@ -911,7 +931,7 @@ struct bido_task {
 	bool			has_comm;	/* comm[] was read */
 	bool			written;	/* its COMM is out */
 	bool			kernel;		/* the kernel gave a COMM */
-	bool			exited;		/* its EXIT went by */
+	u8			exited;		/* passes since its EXIT (0: none) */
 	char			comm[16];
 	/* Its last build-ID offset record, to carry into a new file */
 	union perf_event	*last;
@@ -1262,26 +1282,38 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		namer->nr_lost += lost;
 		break;
 	}
-	case PERF_RECORD_EXIT:
+	case PERF_RECORD_EXIT: {
+		bool added = false;
+
 		if (len < offsetof(struct perf_record_fork, ptid))
 			return;
 		memcpy(&pid, prefix + offsetof(struct perf_record_fork, pid), sizeof(pid));
 		memcpy(&tid, prefix + offsetof(struct perf_record_fork, tid), sizeof(tid));
 		/*
 		 * The pid may be a new process's next time.  The task keeps
-		 * its entry until the end of the pass: its comm, read at its
-		 * first sample, still goes out.
+		 * its entry until the end of the next pass: its comm, read at
+		 * its first sample, still goes out.
 		 */
 		if (pid == tid)
 			hashmap__delete(namer->pids, pid, NULL, NULL);
-		if (hashmap__find(namer->tasks, tid, &task)) {
+		/*
+		 * With carry, a task unknown so far gets an entry too: its last
+		 * record may come in a later pass, from another CPU's buffer,
+		 * and must not be carried then
+		 */
+		if (hashmap__find(namer->tasks, tid, &task) ||
+		    (namer->carry && (task = bido_namer__findnew_task(namer, tid, &added)))) {
 			/* Its comm was not read, and now never will be */
 			if (namer->comm && !task->has_comm && !task->kernel && !task->exited &&
 			    task->tries && task->tries < BIDO_COMM_TRIES)
 				namer->nr_comm_failed++;
-			task->exited = true;
+			if (added)
+				task->pid = pid;
+			if (!task->exited)
+				task->exited = 1;
 		}
 		break;
+	}
 	default:
 		break;
 	}
@@ -1296,7 +1328,8 @@ static void bido_namer__keep(struct bido_namer *namer, struct bido_scan *scan)
 
 	scan->whole = NULL;
 	task = bido_namer__findnew_task(namer, event->build_id_offset.tid, &added);
-	if (!task) {
+	/* Written before its EXIT, read after: nothing to carry for it */
+	if (!task || task->exited) {
 		free(event);
 		return;
 	}
@@ -1603,7 +1636,11 @@ static int bido_namer__comms(struct bido_namer *namer)
 			if (err)
 				break;
 		}
-		if (task->exited) {
+		/*
+		 * Kept one pass more: a record it wrote before its EXIT may be
+		 * read after it, from another CPU's buffer
+		 */
+		if (task->exited && ++task->exited > 2) {
 			hashmap__delete(namer->tasks, cur->key, NULL, NULL);
 			bido_task__delete(task);
 		}

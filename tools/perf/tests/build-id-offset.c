@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The build-ID offset namer of perf record (util/build-id-offset.c), fed
+ * made-up ring buffer data: what --switch-output carries into a new file.
+ */
+#include <linux/perf_event.h>
+#include <linux/zalloc.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "build-id-offset.h"
+#include "debug.h"
+#include "event.h"
+#include "machine.h"
+#include "tests.h"
+
+/* Tids that no task has: the namer finds no /proc entry to read */
+#define LIVE_TID	0x7ffffff0
+#define DEAD_TID	0x7ffffff1
+#define LATE_TID	0x7ffffff2
+
+static void scan_exit(struct bido_namer *namer, u32 tid)
+{
+	struct perf_record_fork ev = {
+		.header = { .type = PERF_RECORD_EXIT, .size = sizeof(ev) },
+		.pid = tid, .ppid = 1, .tid = tid, .ptid = 1,
+	};
+
+	bido_namer__scan(namer, namer, &ev, sizeof(ev));
+}
+
+/* A record with one map, and room for a sample_id */
+static void scan_record(struct bido_namer *namer, u32 tid)
+{
+	u64 buf[(sizeof(struct perf_record_build_id_offset) +
+		 sizeof(struct perf_record_build_id_offset_map)) / sizeof(u64) + 2] = {};
+	struct perf_record_build_id_offset *rec = (void *)buf;
+	struct perf_record_build_id_offset_map *map = rec->maps;
+
+	rec->header.type = PERF_RECORD_BUILD_ID_OFFSET;
+	rec->header.size = sizeof(buf);
+	rec->pid = tid;
+	rec->tid = tid;
+	rec->cookie = 0x1000 + tid;
+	rec->nr = 1;
+	map->start = 0x400000;
+	map->end = 0x401000;
+	map->build_id_size = 20;
+	memset(map->build_id, 0xab, sizeof(map->build_id));
+	bido_namer__scan(namer, namer, buf, sizeof(buf));
+}
+
+struct carried {
+	int	nr;
+	u32	tid[4];
+};
+
+static int carry_write(union perf_event *event, void *data)
+{
+	struct carried *c = data;
+
+	if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET && c->nr < 4)
+		c->tid[c->nr++] = event->build_id_offset.tid;
+	return 0;
+}
+
+/*
+ * A task's last record is carried into each new file while the task
+ * lives.  One that exited is not, even when its record, written before
+ * its EXIT on another CPU, is read in a later pass than the EXIT; nor one
+ * whose EXIT comes in the same pass as its record.
+ */
+static int test__bido_namer_carry(struct test_suite *test __maybe_unused,
+				  int subtest __maybe_unused)
+{
+	struct machine *machine = machine__new_host();
+	struct carried c = {};
+	struct bido_namer *namer;
+	int err = TEST_FAIL;
+
+	TEST_ASSERT_VAL("no machine", machine);
+	namer = bido_namer__new(machine, NULL, NULL);
+	if (!namer)
+		goto out_machine;
+	bido_namer__set_carry(namer);
+
+	/* Pass 1: LIVE_TID's record; DEAD_TID's EXIT, its record still unread */
+	scan_record(namer, LIVE_TID);
+	scan_exit(namer, DEAD_TID);
+	if (bido_namer__run(namer) < 0)
+		goto out;
+	/* Pass 2: DEAD_TID's record; LATE_TID's record and EXIT */
+	scan_record(namer, DEAD_TID);
+	scan_record(namer, LATE_TID);
+	scan_exit(namer, LATE_TID);
+	if (bido_namer__run(namer) < 0)
+		goto out;
+
+	if (bido_namer__carry(namer, carry_write, &c))
+		goto out;
+	pr_debug("carried %d records, of tid %#x\n", c.nr, c.nr ? c.tid[0] : 0);
+	if (c.nr == 1 && c.tid[0] == LIVE_TID)
+		err = TEST_OK;
+out:
+	bido_namer__delete(namer);
+out_machine:
+	machine__delete(machine);
+	return err;
+}
+
+DEFINE_SUITE("build-ID offset records carried across --switch-output", bido_namer_carry);
