@@ -169,7 +169,8 @@ test_pipe() {
   i=$(wait_named "${tmpdir}/pipe.err")
   exit_workload
   wait "${wpid}"; wpid=
-  bido_record_stop; ppid=
+  bido_record_stop || fail "perf record hung"
+  ppid=
   line=$(spin_line - < "${tmpdir}/pipe.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
@@ -201,7 +202,8 @@ test_exited() {
   wait "${wpid}"; wpid=
   # The EXIT record is read before the end
   sleep 0.5
-  bido_record_stop; ppid=
+  bido_record_stop || fail "perf record hung"
+  ppid=
   line=$(spin_line "${tmpdir}/exited.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
@@ -237,7 +239,8 @@ test_switch() {
   sleep 1
   kill "${wpid}"
   wait "${wpid}" 2> /dev/null || true; wpid=
-  bido_record_stop; ppid=
+  bido_record_stop || fail "perf record hung"
+  ppid=
   for f in "${dir}"/perf.data.*
   do
     [ -e "${f}" ] || continue
@@ -286,7 +289,8 @@ record_gone() {
     fail "debug: perf record did not finish"
     kill -9 "${ppid}"
   fi
-  bido_record_stop; ppid=
+  bido_record_stop || fail "perf record hung"
+  ppid=
 }
 
 # Inside a mount namespace with a tmpfs on /usr/lib/debug holding the

@@ -185,8 +185,6 @@ has_line() {
 # Stop perf top ($tpid) with SIGINT.  It must exit: if it has not after
 # 120 s, say where its threads wait, and kill it.
 stop_top() {
-  local t
-
   kill -INT "${tpid}"
   for _ in $(seq 1200); do
     kill -0 "${tpid}" 2> /dev/null || break
@@ -195,10 +193,7 @@ stop_top() {
   if kill -0 "${tpid}" 2> /dev/null
   then
     fail "$1: perf top did not exit within 120 s of SIGINT"
-    for t in /proc/"${tpid}"/task/*; do
-      echo "  $(cat "${t}/comm" 2> /dev/null): $(cat "${t}/wchan" 2> /dev/null)"
-      head -n 8 "${t}/stack" 2> /dev/null | sed 's/^/    /'
-    done
+    bido_task_stacks "${tpid}"
     kill -9 "${tpid}"
   fi
   wait "${tpid}" || true
@@ -234,7 +229,8 @@ test_record() {
   tpid=${bido_rpid}
   echo > "${tmpdir}/go1"
   wait_for "${tmpdir}/spun" "" "${jitpid}" || fail "record --synth=$1: the workload failed"
-  bido_record_stop; tpid=
+  bido_record_stop || fail "record --synth=$1: perf record hung"
+  tpid=
   echo > "${tmpdir}/go1"
   wait "${jitpid}" || true
   perf report -i "${tmpdir}/rec.data" --stdio --sort comm,dso,sym -q 2> /dev/null \
@@ -269,7 +265,8 @@ test_comm_gone() {
   echo > "${tmpdir}/go4"
   wait "${gpid}" || true
   kill -CONT "${tpid}"
-  bido_record_stop; tpid=
+  bido_record_stop || fail "comm gone: perf record hung"
+  tpid=
   # "COMM TID" of each sample: the task's all ':TID'
   perf script -i "${tmpdir}/gone.data" -F comm,tid 2> /dev/null > "${tmpdir}/gone.txt"
   if ! awk -v t="${gpid}" '$NF == t { n++; if ($1 != ":" t) bad++ }

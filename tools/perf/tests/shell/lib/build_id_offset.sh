@@ -62,12 +62,40 @@ bido_record_start() {
   [ "${ack}" = ack ]
 }
 
+# bido_task_stacks PID: where each thread of PID waits (for a failure)
+bido_task_stacks() {
+  local t
+
+  for t in /proc/"$1"/task/*
+  do
+    echo "  $(cat "${t}/comm" 2> /dev/null): $(cat "${t}/wchan" 2> /dev/null)"
+    head -n 8 "${t}/stack" 2> /dev/null | sed 's/^/    /'
+  done
+}
+
 # bido_record_stop: stop the perf record of bido_record_start with SIGINT
 # and wait for it.  Its exit status says nothing (perf ends by raising
-# SIGINT again): the tests check what it wrote.
+# SIGINT again): the tests check what it wrote.  But perf must exit: if
+# it has not 120 s after SIGINT, says where its threads wait, kills it
+# and returns 1.
 bido_record_stop() {
+  local rc=0
+
   kill -INT "${bido_rpid}" 2> /dev/null || true
+  for _ in $(seq 1200)
+  do
+    kill -0 "${bido_rpid}" 2> /dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "${bido_rpid}" 2> /dev/null
+  then
+    echo "perf record (pid ${bido_rpid}) did not exit within 120 s of SIGINT:"
+    bido_task_stacks "${bido_rpid}"
+    kill -9 "${bido_rpid}" 2> /dev/null || true
+    rc=1
+  fi
   wait "${bido_rpid}" 2> /dev/null || true
   bido_rpid=
   exec 8>&- 9>&-
+  return ${rc}
 }
