@@ -1247,8 +1247,16 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		u32 ppid, ptid;
 		u64 time;
 
+		if (len < sizeof(struct perf_record_fork))
+			return;
+		/* A new task with the tid of one that exited: not that one */
+		memcpy(&tid, prefix + offsetof(struct perf_record_fork, tid), sizeof(tid));
+		if (hashmap__find(namer->tasks, tid, &task) && task->exited) {
+			hashmap__delete(namer->tasks, tid, NULL, NULL);
+			bido_task__delete(task);
+		}
 		/* The child takes its parent's comm: the parent needs one */
-		if (!namer->comm || len < sizeof(struct perf_record_fork))
+		if (!namer->comm)
 			return;
 		memcpy(&ppid, prefix + offsetof(struct perf_record_fork, ppid), sizeof(ppid));
 		memcpy(&ptid, prefix + offsetof(struct perf_record_fork, ptid), sizeof(ptid));
