@@ -858,6 +858,17 @@ static int build_id_offset__set_name(struct dso *dso, const char *path)
 	pr_debug("build-ID offset: %s is %s\n", dso__long_name(dso), name);
 	dso__set_short_name(dso, strrchr(name, '/') ? strrchr(name, '/') + 1 : name, false);
 	dso__set_long_name(dso, name, true);
+	mutex_lock(dso__lock(dso));
+	/*
+	 * A sample resolved before the name came (perf top) had its symbols
+	 * looked for by build-ID alone, and none found: look again by path
+	 */
+	if (dso__loaded(dso) && RB_EMPTY_ROOT(&dso__symbols(dso)->rb_root)) {
+		RC_CHK_ACCESS(dso)->loaded = false;
+		dso__set_symtab_type(dso, DSO_BINARY_TYPE__NOT_FOUND);
+		dso__reset_find_symbol_cache(dso);
+	}
+	mutex_unlock(dso__lock(dso));
 	return 0;
 }
 

@@ -164,7 +164,9 @@ start_workload() {
 # Wait (90 s at most) for a file to have content, or a line matching $2,
 # while process $3 (if given) lives
 wait_for() {
-  for _ in $(seq 900); do
+  local end=$((SECONDS + 90))
+
+  while [ "${SECONDS}" -lt "${end}" ]; do
     if [ -z "$2" ]; then
       [ -s "$1" ] && return 0
     else
@@ -185,8 +187,10 @@ has_line() {
 # Stop perf top ($tpid) with SIGINT.  It must exit: if it has not after
 # 120 s, say where its threads wait, and kill it.
 stop_top() {
+  local end=$((SECONDS + 120))
+
   kill -INT "${tpid}"
-  for _ in $(seq 1200); do
+  while [ "${SECONDS}" -lt "${end}" ]; do
     kill -0 "${tpid}" 2> /dev/null || break
     sleep 0.1
   done
@@ -204,7 +208,9 @@ stop_top() {
 # the extended regular expression $2, while perf top lives: its screens
 # lag behind the samples by as long as it takes to load the symbols
 wait_line() {
-  for _ in $(seq 900); do
+  local end=$((SECONDS + 90))
+
+  while [ "${SECONDS}" -lt "${end}" ]; do
     grep -qaE "$2" "$1" && return 0
     kill -0 "${tpid}" 2> /dev/null || return 1
     sleep 0.1

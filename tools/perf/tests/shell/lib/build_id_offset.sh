@@ -79,10 +79,10 @@ bido_task_stacks() {
 # it has not 120 s after SIGINT, says where its threads wait, kills it
 # and returns 1.
 bido_record_stop() {
-  local rc=0
+  local rc=0 end=$((SECONDS + 120))
 
   kill -INT "${bido_rpid}" 2> /dev/null || true
-  for _ in $(seq 1200)
+  while [ "${SECONDS}" -lt "${end}" ]
   do
     kill -0 "${bido_rpid}" 2> /dev/null || break
     sleep 0.1
