@@ -1320,8 +1320,9 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		 * record may come in a later pass, from another CPU's buffer,
 		 * and must not be carried then
 		 */
-		if (hashmap__find(namer->tasks, tid, &task) ||
-		    (namer->carry && (task = bido_namer__findnew_task(namer, tid, &added)))) {
+		if (!hashmap__find(namer->tasks, tid, &task))
+			task = namer->carry ? bido_namer__findnew_task(namer, tid, &added) : NULL;
+		if (task) {
 			/* Its comm was not read, and now never will be */
 			if (namer->comm && !task->has_comm && !task->kernel && !task->exited &&
 			    task->tries && task->tries < BIDO_COMM_TRIES)
