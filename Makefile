@@ -110,7 +110,8 @@ build: kernel perf perf-base selftests workloads
 
 # T=NAME runs one test (or several: T="a b") instead of the whole list.
 check: build
-	@python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t)))
+	@python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t))) \
+		$(if $(REPEAT),--repeat $(REPEAT))
 
 demo: build
 	@python3 harness/guest.py --run-dir $(BUILD)/guest/demo \

@@ -9,7 +9,9 @@ status is non-zero on any failure.
   host/harness-selftest   the runner's judgement on made-up guest logs
   guest/...               see harness/guest.py and harness/tests/*.list
 
---only NAME (repeatable) runs just the named guest tests.
+--only NAME (repeatable) runs just the named guest tests; --repeat N
+with it runs each of them N times in a row in one boot (NAME#1..NAME#N),
+to show that a test does not fail now and then.
 """
 
 import argparse
@@ -98,7 +100,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--mem", default=os.environ.get("GUEST_MEM", "4G"))
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
+    if args.repeat > 1 and not args.only:
+        sys.exit("check: --repeat goes with --only")
 
     results = []
     if not args.only:
@@ -106,6 +111,9 @@ def main():
         results += host_checks()
 
     tests = guest.read_list(LISTS, args.only)
+    if args.repeat > 1:
+        tests = [[f"{t[0]}#{i}", *t[1:]]
+                 for t in tests for i in range(1, args.repeat + 1)]
     skipped = [t for t in tests if t[2] == "skip"]
     tests = [t for t in tests if t[2] != "skip"]
     for name, _, _, reason in skipped:
