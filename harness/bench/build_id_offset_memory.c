@@ -415,13 +415,13 @@ static long long held_objs(const struct slab *s, int st, long long *bytes)
  */
 static void held_print(const struct slab *w, const struct slab *a)
 {
-	long long states, tables, sb, tb, as, at, ab;
+	long long states, tables, sb, tb, as, at, asb, atb;
 	unsigned int b;
 
 	states = held_objs(w, 0, &sb);
 	tables = held_objs(w, 1, &tb);
-	as = held_objs(a, 0, &ab);
-	at = held_objs(a, 1, &ab);
+	as = held_objs(a, 0, &asb);
+	at = held_objs(a, 1, &atb);
 	if (states < 0 || tables < 0 || as < 0 || at < 0) {
 		printf("\n(the perf_build_id_offset tracepoints could not be counted)\n");
 		return;
@@ -431,9 +431,9 @@ static void held_print(const struct slab *w, const struct slab *a)
 	for (b = 0; b < NR_BUCKETS; b++)
 		if (w->held[1][b])
 			printf(" %lld of %u", w->held[1][b], bucket[b]);
-	printf(" bytes); %.0f bytes per state, %.2f states per thread; after close: %lld and %lld\n",
+	printf(" bytes); %.0f bytes per state, %.2f states per thread; after close: %lld and %lld (%lld bytes)\n",
 	       states ? (double)(sb + tb) / states : 0.0,
-	       (double)states / nr_threads, as, at);
+	       (double)states / nr_threads, as, at, asb + atb);
 }
 
 int main(int argc, char **argv)
