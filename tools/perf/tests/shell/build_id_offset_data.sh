@@ -39,9 +39,11 @@ fi
 # add to the record's nr (a record that claims more maps than it holds);
 # $3: "mm" adds a sample whose record says MM_CHANGED, "bad" malformed
 # records (one too short for its fixed part, one with a build-ID size of
-# 200 and a map that ends before it starts), "cut" a sample cut short.  BIDO_BID and
-# BIDO_NAME (environment): the first map's build-ID (hex), and a
-# PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME.
+# 200 and a map that ends before it starts), "cut" a sample cut short,
+# "br" branch stacks on every sample.  BIDO_BID and BIDO_NAME
+# (environment): the first map's build-ID (hex), and a
+# PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
+# file offsets in the first map, the branches' sources and targets.
 make_data() {
   python3 - "$1" "$2" "${3:-}" <<'EOF'
 import os, struct, sys
@@ -51,6 +53,7 @@ extra_nr = int(sys.argv[2])
 mm = sys.argv[3] == "mm"
 bad = sys.argv[3] == "bad"
 cut = sys.argv[3] == "cut"
+br = sys.argv[3] == "br"
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
 name = os.environ.get("BIDO_NAME", "").encode()
@@ -65,12 +68,27 @@ flags = ((1 << 8) | (1 << 18) | (1 << 39)).to_bytes(8, "little")
 if big:
     flags = bytes(int(f"{b:08b}"[::-1], 2) for b in flags)
 sample_type = 1 | 2 | 4 | (1 << 25)  # IP, TID, TIME, BUILD_ID_OFFSET
+if br:
+    sample_type |= 1 << 11           # BRANCH_STACK
 attr = struct.pack(E + "IIQQQQ", 1, 136, 0, 1, sample_type, 0) + flags
+attr += b"\0" * (72 - len(attr))
+# branch_sample_type: user, any branch (no hw_idx in the sample)
+attr += struct.pack(E + "Q", (1 << 0) | (1 << 3))
 attr += b"\0" * (136 - len(attr))
 
 pid = tid = 4242
+# Each sample's branch stack: from the first offset to the second, and
+# back 4 bytes further on
+br_off = [int(x, 0) for x in os.environ.get("BIDO_BR", "0x1000 0x1100").split()]
+branches = [(0x400000 + br_off[0], 0x400000 + br_off[1]),
+            (0x400000 + br_off[1] + 4, 0x400000 + br_off[0] + 4)]
 def sample(ip, time, cookie):
-    return rec(9, 2, struct.pack(E + "QIIQQ", ip, pid, tid, time, cookie))
+    body = struct.pack(E + "QIIQ", ip, pid, tid, time)
+    if br:
+        body += struct.pack(E + "Q", len(branches))
+        for from_, to in branches:
+            body += struct.pack(E + "QQQ", from_, to, 0)
+    return rec(9, 2, body + struct.pack(E + "Q", cookie))
 
 def bid_size(bid):
     return 200 if bid == b"long" else len(bid)
@@ -260,17 +278,27 @@ test_unresolved() {
   expect "Unresolved" "1 samples with a build-ID offset cookie were taken before an exec"
 }
 
+# The commands a scenario needs; says which is missing
+have() {
+  local cmd
+
+  for cmd in "$@"
+  do
+    if ! command -v "${cmd}" > /dev/null
+    then
+      echo "no ${cmd}: not run"
+      return 1
+    fi
+  done
+}
+
 # A DSO whose file is a debug-only one (objcopy --only-keep-debug: its
 # .plt holds no bytes): perf report read that .plt and died with SIGSEGV.
 test_debug_only_dso() {
   local dir bid rc=0 cc=${CC:-cc}
 
   echo "A DSO named after a .debug file"
-  if ! command -v "${cc}" > /dev/null || ! command -v objcopy > /dev/null
-  then
-    echo "no C compiler or objcopy: not run"
-    return
-  fi
+  have "${cc}" objcopy || return 0
   dir=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
   printf '#include <stdio.h>\nint main(void) { puts("x"); return 0; }\n' > "${dir}/p.c"
   if ! "${cc}" -g -Wl,--build-id -o "${dir}/p" "${dir}/p.c" ||
@@ -289,6 +317,88 @@ test_debug_only_dso() {
     fail=1
   fi
   expect "Debug-only DSO" "p.debug"
+  rm -rf "${dir}"
+}
+
+# File offsets of the symbols $2... in the ELF file $1, from their
+# addresses and the file's program headers
+file_offsets() {
+  python3 - "$@" <<'EOF'
+import struct, subprocess, sys
+
+path, names = sys.argv[1], sys.argv[2:]
+data = open(path, "rb").read()
+phoff, = struct.unpack_from("<Q", data, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+loads = []
+for i in range(phnum):
+    p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+        "<IIQQQQ", data, phoff + i * phentsize)
+    if p_type == 1:
+        loads.append((p_vaddr, p_offset, p_filesz))
+syms = {}
+for line in subprocess.run(["nm", path], capture_output=True, text=True).stdout.splitlines():
+    f = line.split()
+    if len(f) == 3:
+        syms[f[2]] = int(f[0], 16)
+for name in names:
+    addr = syms[name]
+    print(hex(next(addr - v + o for v, o, sz in loads if v <= addr < v + sz)))
+EOF
+}
+
+# Branch stacks (no PMU under TCG gives them, so a made-up file): each
+# sample's branches go between two functions of a program that only the
+# record's map covers.  Joined, 'perf script -F brstacksym' and 'perf
+# report -b' name both ends; the samples without their record or without
+# a cookie show bare addresses, and are counted.
+test_branch_stack() {
+  local dir bid offs named cc=${CC:-cc}
+
+  echo "Branch stacks resolved through the record"
+  have "${cc}" nm || return 0
+  dir=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
+  cat > "${dir}/p.c" <<'EOF'
+__attribute__((noinline)) int bido_br_to(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int bido_br_from(int x) { return bido_br_to(x) + 2; }
+int main(int argc, char **argv) { (void)argv; return bido_br_from(argc); }
+EOF
+  if ! "${cc}" -O1 -Wl,--build-id -o "${dir}/p" "${dir}/p.c" ||
+     ! offs=$(file_offsets "${dir}/p" bido_br_from bido_br_to)
+  then
+    echo "Branch stack [Failed cannot build the program]"
+    fail=1
+    rm -rf "${dir}"
+    return
+  fi
+  bid=$(perf buildid-list -i "${dir}/p")
+  # shellcheck disable=SC2086 # two offsets on one line
+  BIDO_BID=${bid} BIDO_NAME="${dir}/p" BIDO_BR=$(echo ${offs}) make_data le 0 br > "${data}"
+  perf script -i - -F tid,ip,brstacksym < "${data}" > "${dump}" 2> /dev/null
+  # The first two samples are joined with their record: both branches
+  # of each named at both ends
+  named=$(grep -o 'bido_br_from+0x0/bido_br_to+0x0\|bido_br_to+0x4/bido_br_from+0x4' "${dump}" |
+          wc -l)
+  if [ "${named}" != 4 ]
+  then
+    echo "Branch stack [Failed ${named} branches named, not 4: $(cat "${dump}")]"
+    fail=1
+  fi
+  # The sample without a cookie, and the one whose record never came:
+  # their branches resolve nothing, although the thread's maps hold the
+  # first record's map of that program
+  if [ "$(grep -c 'bido_br' "${dump}")" != 2 ] ||
+     [ "$(grep -c '\[unknown\]/\[unknown\]/.*\[unknown\]/\[unknown\]/' "${dump}")" != 2 ]
+  then
+    echo "Branch stack [Failed: $(cat "${dump}")]"
+    fail=1
+  fi
+  perf report -b -i - --stdio --sort symbol_from,symbol_to < "${data}" > "${dump}" 2> /dev/null
+  expect "Branch stack report" "[.] bido_br_from"
+  expect "Branch stack report" "[.] bido_br_to"
+  perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Branch stack stats" "BUILD_ID_OFFSET no_cookie samples:          1"
+  expect "Branch stack stats" "BUILD_ID_OFFSET unjoined samples:          1"
   rm -rf "${dir}"
 }
 
@@ -354,6 +464,7 @@ run test_inject_mmap2 be
 run test_join
 run test_unresolved
 run test_debug_only_dso
+run test_branch_stack
 run test_malformed le
 run test_malformed be
 run test_stop
