@@ -73,6 +73,31 @@
 /* DSOs known by build-ID only, until a name is found: "[build-id:HEX]" */
 #define BIDO_DSO_PREFIX		"[build-id:"
 
+/*
+ * A sample recorded with PERF_SAMPLE_BUILD_ID_OFFSET whose
+ * PERF_RECORD_BUILD_ID_OFFSET has not been seen yet: a copy of the event,
+ * parsed again when it is delivered.
+ */
+struct bido_held {
+	struct list_head	 node;		/* bido_thread::held */
+	struct list_head	 age;		/* bido_join::held, oldest first */
+	struct evsel		*evsel;
+	u64			 cookie;
+	u32			 tid;
+	/* Its record came flagged MM_CHANGED: no user address resolves */
+	bool			 mm_changed;
+	/* It has no cookie: no record will come, no user address resolves */
+	bool			 no_cookie;
+	union perf_event	*event;
+};
+
+/*
+ * Delivers a held sample.  joined: its record arrived (and its maps are
+ * in the thread, unless held->mm_changed), otherwise none came: then no
+ * user address of the sample may be resolved.
+ */
+typedef int (*bido_deliver_fn)(struct bido_held *held, bool joined, void *data);
+
 struct bido_thread {
 	u64			 last_cookie;	/* of the last record, 0: none */
 	bool			 last_mm_changed; /* that record said MM_CHANGED */
@@ -84,17 +109,18 @@ struct bido_join {
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
 	struct hashmap		*dsos;		/* build-ID -> struct bido_dso */
+	/* machine->dsos.cnt when dsos last had all of machine->dsos */
+	unsigned int		 dsos_cnt;
+	u64			 nr_dso_scans;
 };
 
 /*
- * The index of build_id_offset__findnew_dso(): the DSO found for a build-ID.  A
- * placeholder stands until machine->dsos grows: a DSO added since may
- * have the build-ID and a name.
+ * The index of build_id_offset__find_dso(): every DSO of machine->dsos that
+ * has a build-ID, by build-ID; one with a name beats a placeholder.
  */
 struct bido_dso {
 	struct build_id		 bid;
 	struct dso		*dso;
-	unsigned int		 dsos_cnt;	/* machine->dsos.cnt when found */
 	bool			 used;		/* a record's map has it */
 };
 
@@ -242,9 +268,9 @@ static int bido_join__unresolved(struct evsel *evsel, union perf_event *event,
  * record seen already (the task's last).  Only for sessions that deliver
  * in time order.
  */
-int bido_join__hold(struct machine *machine, struct evsel *evsel,
-		    union perf_event *event, struct perf_sample *sample,
-		    struct events_stats *stats, bido_deliver_fn deliver, void *data)
+static int bido_join__hold(struct machine *machine, struct evsel *evsel,
+			   union perf_event *event, struct perf_sample *sample,
+			   struct events_stats *stats, bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join;
 	struct bido_thread *bt;
@@ -322,8 +348,8 @@ int bido_join__hold(struct machine *machine, struct evsel *evsel,
  * the thread will get no record.  Delivered now, they resolve against what
  * the thread had before.
  */
-int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
-			    bido_deliver_fn deliver, void *data)
+static int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
+				   bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join = machine->bido_join;
 	struct bido_thread *bt;
@@ -341,8 +367,8 @@ int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
  * record flagged MM_CHANGED has no maps: its samples are of the program
  * before an exec.
  */
-int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			  u32 flags, bido_deliver_fn deliver, void *data)
+static int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
+				 u32 flags, bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join = machine__bido_join(machine);
 	bool mm_changed = flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
@@ -369,8 +395,8 @@ int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
  * of them that comes now says MM_CHANGED; they go out as such.  Either
  * way the thread starts over.
  */
-int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
-			  bido_deliver_fn deliver, void *data)
+static int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
+				 bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join = machine->bido_join;
 	struct bido_thread *bt;
@@ -400,8 +426,8 @@ int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
  * none of its user addresses resolve against the thread's maps, which are
  * those of other records, maybe of a later address space or program.
  */
-int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
-		       struct events_stats *stats, bido_sample_fn fn, void *data)
+static int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
+			      struct events_stats *stats, bido_sample_fn fn, void *data)
 {
 	struct thread *thread = NULL;
 	struct perf_sample sample;
@@ -430,9 +456,79 @@ int bido_held__deliver(struct bido_held *held, bool joined, struct machine *mach
 	return ret;
 }
 
-/* The end of the session: nothing more will come */
-int bido_join__flush(struct machine *machine, bido_deliver_fn deliver, void *data)
+/* Where the samples the join delivers go */
+struct bido_join_args {
+	struct machine			*machine;
+	struct events_stats		*stats;
+	const struct bido_join_ops	*ops;
+	void				*data;
+};
+
+static int bido_join__deliver(struct bido_held *held, bool joined, void *data)
 {
+	struct bido_join_args *args = data;
+
+	return bido_held__deliver(held, joined, args->machine, args->stats, args->ops->sample,
+				  args->data);
+}
+
+/**
+ * bido_join__event - the join's part in an event of @machine
+ *
+ * For the tools that see events in time order (report, script, inject,
+ * top), before their own processing of each event.  A sample of an event
+ * with PERF_SAMPLE_BUILD_ID_OFFSET waits for its record, then goes to
+ * @ops->sample (see bido_join__hold()).  At a record, the thread's samples
+ * of older entries go out unresolved, @ops->record puts its maps in, and
+ * its own samples go out.  At an exec (COMM) or an EXIT, the samples the
+ * thread still waits with go out.  Counted in @stats.
+ *
+ * Returns 1 if the join took the event (the caller is done with it), 0 if
+ * the caller processes it as usual, or a negative error.
+ */
+int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_event *event,
+		     struct perf_sample *sample, struct events_stats *stats,
+		     const struct bido_join_ops *ops, void *data)
+{
+	struct perf_record_build_id_offset *bido = &event->build_id_offset;
+	struct bido_join_args args = {
+		.machine = machine, .stats = stats, .ops = ops, .data = data,
+	};
+	int ret;
+
+	switch (event->header.type) {
+	case PERF_RECORD_SAMPLE:
+		return bido_join__hold(machine, evsel, event, sample, stats, bido_join__deliver,
+				       &args);
+	case PERF_RECORD_BUILD_ID_OFFSET:
+		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_join__deliver,
+					      &args);
+		if (!ret)
+			ret = ops->record(event, sample, machine, data);
+		if (!ret)
+			ret = bido_join__record_end(machine, bido->tid, bido->cookie, bido->flags,
+						    bido_join__deliver, &args);
+		return ret ?: 1;
+	case PERF_RECORD_COMM:
+		if (!(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
+			return 0;
+		return bido_join__end_thread(machine, event->comm.tid, /*exec=*/true,
+					    bido_join__deliver, &args);
+	case PERF_RECORD_EXIT:
+		return bido_join__end_thread(machine, event->fork.tid, /*exec=*/false,
+					    bido_join__deliver, &args);
+	default:
+		return 0;
+	}
+}
+
+/* The end of the session: nothing more will come */
+int bido_join__flush(struct machine *machine, struct events_stats *stats,
+		     const struct bido_join_ops *ops, void *data)
+{
+	struct bido_join_args args = {
+		.machine = machine, .stats = stats, .ops = ops, .data = data,
+	};
 	struct bido_join *join = machine->bido_join;
 	struct bido_held *held;
 	int err;
@@ -441,7 +537,7 @@ int bido_join__flush(struct machine *machine, bido_deliver_fn deliver, void *dat
 		return 0;
 	while (!list_empty(&join->held)) {
 		held = list_first_entry(&join->held, struct bido_held, age);
-		err = bido_join__release(join, held, /*joined=*/false, deliver, data);
+		err = bido_join__release(join, held, /*joined=*/false, bido_join__deliver, &args);
 		if (err)
 			return err;
 	}
@@ -456,6 +552,8 @@ void bido_join__delete(struct machine *machine)
 
 	if (!join)
 		return;
+	pr_debug("build-ID offset: %zu build-IDs indexed, %" PRIu64 " scans of the DSOs\n",
+		 hashmap__size(join->dsos), join->nr_dso_scans);
 	while (!list_empty(&join->held))
 		bido_held__delete(join, list_first_entry(&join->held, struct bido_held, age));
 	hashmap__for_each_entry(join->threads, cur, bkt)
@@ -505,22 +603,15 @@ static struct dso *build_id_offset__scan_dsos(struct machine *machine, const str
 	return args.dso;
 }
 
-/* Remember @dso (or forget the build-ID: NULL) in the index */
-static void build_id_offset__index_dso(struct machine *machine, const struct build_id *bid,
+/* Remember @dso in the index, unless it has a named one of its build-ID */
+static void build_id_offset__index_dso(struct bido_join *join, const struct build_id *bid,
 				       struct dso *dso)
 {
-	struct bido_join *join = machine__bido_join(machine);
 	struct bido_dso *bd;
 
-	if (!join)
+	if (hashmap__find(join->dsos, bid, &bd) && bd->dso != dso &&
+	    !build_id_offset__dso_is_unnamed(bd->dso) && build_id_offset__dso_is_unnamed(dso))
 		return;
-	if (!dso) {
-		if (hashmap__delete(join->dsos, bid, NULL, &bd)) {
-			dso__put(bd->dso);
-			free(bd);
-		}
-		return;
-	}
 	if (!hashmap__find(join->dsos, bid, &bd)) {
 		bd = zalloc(sizeof(*bd));
 		if (!bd)
@@ -533,7 +624,33 @@ static void build_id_offset__index_dso(struct machine *machine, const struct bui
 	}
 	dso__put(bd->dso);
 	bd->dso = dso__get(dso);
-	bd->dsos_cnt = machine->dsos.cnt;
+}
+
+static int bido_index_cb(struct dso *dso, void *data)
+{
+	if (dso__has_build_id(dso))
+		build_id_offset__index_dso(data, dso__bid(dso), dso);
+	return 0;
+}
+
+/*
+ * Add a DSO of ours to machine->dsos and to the index.  The index stays
+ * whole if it was: no scan for the next build-ID.
+ */
+static int build_id_offset__add_dso(struct machine *machine, const struct build_id *bid,
+				    struct dso *dso)
+{
+	struct bido_join *join = machine__bido_join(machine);
+	bool whole = join && join->dsos_cnt == machine->dsos.cnt;
+
+	if (dsos__add(&machine->dsos, dso))
+		return -ENOMEM;
+	if (join) {
+		build_id_offset__index_dso(join, bid, dso);
+		if (whole)
+			join->dsos_cnt = machine->dsos.cnt;
+	}
+	return 0;
 }
 
 /* A record's map has the build-ID: its DSO goes into the build-ID table */
@@ -546,23 +663,25 @@ static void build_id_offset__index_used(struct machine *machine, const struct bu
 }
 
 /*
- * The DSO that perf knows with this build-ID, or NULL.  Through the index:
- * records name the same few build-IDs again and again, a scan of every DSO
- * each time would make reading a file quadratic.
+ * The DSO that perf knows with this build-ID, or NULL.  Through the index
+ * only: a scan of every DSO for each new build-ID would make reading a
+ * file quadratic in its files.  The DSOs that others added since the index
+ * was last whole (MMAP2 records, the header's build-ID table) go in first,
+ * in one scan.
  */
 static struct dso *build_id_offset__find_dso(struct machine *machine, const struct build_id *bid)
 {
 	struct bido_join *join = machine__bido_join(machine);
 	struct bido_dso *bd;
-	struct dso *dso;
 
-	if (join && hashmap__find(join->dsos, bid, &bd) &&
-	    (!build_id_offset__dso_is_unnamed(bd->dso) || bd->dsos_cnt == machine->dsos.cnt))
-		return dso__get(bd->dso);
-
-	dso = build_id_offset__scan_dsos(machine, bid);
-	build_id_offset__index_dso(machine, bid, dso);
-	return dso;
+	if (!join)
+		return build_id_offset__scan_dsos(machine, bid);
+	if (join->dsos_cnt != machine->dsos.cnt) {
+		dsos__for_each_dso(&machine->dsos, bido_index_cb, join);
+		join->dsos_cnt = machine->dsos.cnt;
+		join->nr_dso_scans++;
+	}
+	return hashmap__find(join->dsos, bid, &bd) ? dso__get(bd->dso) : NULL;
 }
 
 /*
@@ -596,11 +715,10 @@ static struct dso *build_id_offset__findnew_dso(struct machine *machine, struct 
 	if (!build_id_offset__dso_is_unnamed(dso) && strrchr(dso__long_name(dso), '/'))
 		dso__set_short_name(dso, strrchr(dso__long_name(dso), '/') + 1, false);
 	dso__set_build_id(dso, bid);
-	if (dsos__add(&machine->dsos, dso)) {
+	if (build_id_offset__add_dso(machine, bid, dso)) {
 		dso__put(dso);
 		return NULL;
 	}
-	build_id_offset__index_dso(machine, bid, dso);
 	build_id_offset__index_used(machine, bid);
 	return dso;
 }
@@ -897,10 +1015,8 @@ static int build_id_offset__name_build_id(struct machine *machine, struct build_
 		return -ENOMEM;
 	dso__set_short_name(dso, strrchr(dso__long_name(dso), '/') + 1, false);
 	dso__set_build_id(dso, bid);
-	if (dsos__add(&machine->dsos, dso))
+	if (build_id_offset__add_dso(machine, bid, dso))
 		err = -ENOMEM;
-	else
-		build_id_offset__index_dso(machine, bid, dso);
 	dso__put(dso);
 	return err;
 }
@@ -972,6 +1088,9 @@ static void bido_task__delete(struct bido_task *task)
  */
 #define BIDO_LIVE_PERIOD_NS	(5 * BIDO_NAME_BUDGET_NS)
 
+/* Files seen (opened once) that the namer remembers, at most */
+#define BIDO_FILES_MAX		65536
+
 struct bido_namer {
 	struct machine		*machine;
 	struct mutex		 lock;		/* 'perf record --threads' */
@@ -991,7 +1110,8 @@ struct bido_namer {
 	/* Keep each task's last record: the output is split (--switch-output) */
 	bool			 carry;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
-	u64			 nr_comm_failed, nr_budget;
+	u64			 nr_comm_failed, nr_budget, nr_open_failed;
+	u64			 nr_files_forgotten;
 	/* The perf record summary: records and their flags, events lost */
 	u64			 nr_records, nr_truncated, nr_addrs_dropped;
 	u64			 nr_mm_changed, nr_lost;
@@ -1085,9 +1205,11 @@ void bido_namer__delete(struct bido_namer *namer)
 		return;
 	pr_debug("build-ID offset: named %" PRIu64 " build-IDs from %" PRIu64
 		 " files of %" PRIu64 " processes (%" PRIu64 " gone, %" PRIu64
-		 " passes out of time), %" PRIu64 " COMMs (%" PRIu64 " tasks gone first)\n",
+		 " passes out of time, %" PRIu64 " mappings not opened, the seen files forgotten %"
+		 PRIu64 " times), %" PRIu64 " COMMs (%" PRIu64 " tasks gone first)\n",
 		 namer->nr_named, namer->nr_files, namer->nr_pids, namer->nr_gone,
-		 namer->nr_budget, namer->nr_comms, namer->nr_comm_failed);
+		 namer->nr_budget, namer->nr_open_failed, namer->nr_files_forgotten,
+		 namer->nr_comms, namer->nr_comm_failed);
 	if (namer->scans) {
 		hashmap__for_each_entry(namer->scans, cur, bkt) {
 			struct bido_scan *scan = cur->pvalue;
@@ -1477,21 +1599,23 @@ out:
 }
 
 /*
- * Name the build-ID of one file mapping of @pid, through map_files: the
- * file the task maps even if renamed or deleted since.  Without the
- * capability map_files asks for, the path that maps shows, if it is still
- * the same inode.  The caller skips the files seen before.
+ * A file was opened: no other mapping of it need be opened again.  The
+ * table is emptied when full (a long perf top sees files come and go):
+ * the files seen again are then read again, nothing worse.
  */
-static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start, u64 end,
-				 const struct bido_file *f, const char *path)
+static int bido_namer__seen(struct bido_namer *namer, const struct bido_file *f)
 {
-	char link[PATH_MAX], name[PATH_MAX];
 	struct bido_file *seen;
-	struct build_id bid;
-	struct stat st;
-	ssize_t len;
-	int fd, ret;
 
+	if (hashmap__size(namer->files) >= BIDO_FILES_MAX) {
+		struct hashmap_entry *cur;
+		size_t bkt;
+
+		hashmap__for_each_entry(namer->files, cur, bkt)
+			free(cur->pvalue);
+		hashmap__clear(namer->files);
+		namer->nr_files_forgotten++;
+	}
 	seen = memdup(f, sizeof(*f));
 	if (!seen)
 		return -ENOMEM;
@@ -1499,6 +1623,25 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 		free(seen);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+/*
+ * Name the build-ID of one file mapping of @pid, through map_files: the
+ * file the task maps even if renamed or deleted since.  Without the
+ * capability map_files asks for, the path that maps shows, if it is still
+ * the same inode.  The caller skips the files seen before.  A file that
+ * cannot be opened here (the task is gone, its path names another file)
+ * is not marked seen: another task that maps it may do better.
+ */
+static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start, u64 end,
+				 const struct bido_file *f, const char *path)
+{
+	char link[PATH_MAX], name[PATH_MAX];
+	struct build_id bid;
+	struct stat st;
+	ssize_t len;
+	int fd, ret;
 
 	snprintf(link, sizeof(link), "%s/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 procfs__mountpoint(), pid, start, end);
@@ -1512,18 +1655,27 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 		 * (whose open would wait for a writer) or a link there
 		 */
 		pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (pfd < 0)
-			return 0;
-		if (fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_ino != f->ino ||
-		    makedev(f->dev >> 32, f->dev & 0xffffffff) != st.st_dev) {
+		if (pfd >= 0 && (fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_ino != f->ino ||
+				 makedev(f->dev >> 32, f->dev & 0xffffffff) != st.st_dev)) {
 			close(pfd);
+			pfd = -1;
+		}
+		if (pfd >= 0) {
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+			fd = open(link, O_RDONLY | O_CLOEXEC);
+			close(pfd);
+		}
+		if (fd < 0) {
+			pr_debug("build-ID offset: %d maps %s, which cannot be opened\n",
+				 pid, path);
+			namer->nr_open_failed++;
 			return 0;
 		}
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-		fd = open(link, O_RDONLY | O_CLOEXEC);
-		close(pfd);
-		if (fd < 0)
-			return 0;
+	}
+	ret = bido_namer__seen(namer, f);
+	if (ret) {
+		close(fd);
+		return ret;
 	}
 	namer->nr_files++;
 
@@ -1540,7 +1692,7 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 		ret = build_id_offset__name_build_id(namer->machine, &bid, name);
 		if (ret > 0) {
 			namer->nr_named++;
-			ret = namer->named ? namer->named(&bid, name, namer->data) : 0;
+			ret = namer->named ? namer->named(&bid, name, link, namer->data) : 0;
 		}
 	}
 	close(fd);
@@ -1730,18 +1882,11 @@ int bido_namer__run(struct bido_namer *namer)
 
 /* ---- Tools that deliver live events themselves: perf top ---- */
 
-struct bido_live_args {
-	struct machine		*machine;
-	struct events_stats	*stats;
-	bido_sample_fn		 fn;
-	void			*data;
-};
-
-static int bido_live__deliver(struct bido_held *held, bool joined, void *data)
+/* A record's maps go in, as perf_event__process_build_id_offset() does */
+static int bido_live__record(union perf_event *event, struct perf_sample *sample,
+			     struct machine *machine, void *data __maybe_unused)
 {
-	struct bido_live_args *args = data;
-
-	return bido_held__deliver(held, joined, args->machine, args->stats, args->fn, args->data);
+	return machine__process_build_id_offset(machine, event, sample);
 }
 
 /* A task that existed before the tool started: its comm, once */
@@ -1793,54 +1938,27 @@ int bido_live__event(struct machine *machine, struct bido_namer *namer, struct e
 		     union perf_event *event, struct perf_sample *sample,
 		     struct events_stats *stats, bido_sample_fn fn, void *data)
 {
-	struct bido_live_args args = {
-		.machine = machine, .stats = stats, .fn = fn, .data = data,
-	};
-	struct perf_record_build_id_offset *bido = &event->build_id_offset;
+	const struct bido_join_ops ops = { .sample = fn, .record = bido_live__record, };
 	int ret;
 
 	/*
 	 * At samples too: a task that no longer needs new records still has
-	 * files to name
+	 * files to name.  At an EXIT: the pid may be another process's next.
 	 */
+	if (namer && (event->header.type == PERF_RECORD_BUILD_ID_OFFSET ||
+		      event->header.type == PERF_RECORD_EXIT))
+		bido_namer__scan(namer, namer, event, event->header.size);
 	if (namer && (event->header.type == PERF_RECORD_SAMPLE ||
 		      event->header.type == PERF_RECORD_BUILD_ID_OFFSET)) {
-		if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET)
-			bido_namer__scan(namer, namer, event, event->header.size);
 		ret = bido_live__name(namer);
 		if (ret < 0)
 			return ret;
 	}
-
-	switch (event->header.type) {
-	case PERF_RECORD_SAMPLE:
+	if (event->header.type == PERF_RECORD_SAMPLE)
 		bido_live__comm(machine, sample);
-		return bido_join__hold(machine, evsel, event, sample, stats, bido_live__deliver,
-				       &args);
-	case PERF_RECORD_BUILD_ID_OFFSET:
+	else if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET)
 		events_stats__inc(stats, event->header.type);
-		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_live__deliver,
-					      &args);
-		if (!ret)
-			ret = machine__process_build_id_offset(machine, event, sample);
-		if (!ret)
-			ret = bido_join__record_end(machine, bido->tid, bido->cookie, bido->flags,
-						    bido_live__deliver, &args);
-		return ret ?: 1;
-	case PERF_RECORD_COMM:
-		if (!(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
-			return 0;
-		return bido_join__end_thread(machine, event->comm.tid, /*exec=*/true,
-					    bido_live__deliver, &args);
-	case PERF_RECORD_EXIT:
-		/* The pid may be another process's next */
-		if (namer)
-			bido_namer__scan(namer, namer, event, event->header.size);
-		return bido_join__end_thread(machine, event->fork.tid, /*exec=*/false,
-					    bido_live__deliver, &args);
-	default:
-		return 0;
-	}
+	return bido_join__event(machine, evsel, event, sample, stats, &ops, data);
 }
 
 /*

@@ -2,7 +2,6 @@
 #ifndef __PERF_BUILD_ID_OFFSET_H
 #define __PERF_BUILD_ID_OFFSET_H
 
-#include <linux/list.h>
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,51 +20,31 @@ struct machine;
 struct perf_sample;
 union perf_event;
 
-/*
- * A sample recorded with PERF_SAMPLE_BUILD_ID_OFFSET whose
- * PERF_RECORD_BUILD_ID_OFFSET has not been seen yet: a copy of the event,
- * parsed again when it is delivered.
- */
-struct bido_held {
-	struct list_head	 node;		/* bido_thread::held */
-	struct list_head	 age;		/* bido_join::held, oldest first */
-	struct evsel		*evsel;
-	u64			 cookie;
-	u32			 tid;
-	/* Its record came flagged MM_CHANGED: no user address resolves */
-	bool			 mm_changed;
-	/* It has no cookie: no record will come, no user address resolves */
-	bool			 no_cookie;
-	union perf_event	*event;
-};
-
-/*
- * Delivers a held sample.  joined: its record arrived (and its maps are
- * in the thread, unless held->mm_changed), otherwise none came: then no
- * user address of the sample may be resolved.
- */
-typedef int (*bido_deliver_fn)(struct bido_held *held, bool joined, void *data);
-
-/* What bido_held__deliver() hands a sample to */
+/* Hands on a sample, once its record's maps are in (or none will come) */
 typedef int (*bido_sample_fn)(struct evsel *evsel, union perf_event *event,
 			     struct perf_sample *sample, struct machine *machine, void *data);
 
-int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
-		       struct events_stats *stats, bido_sample_fn fn, void *data);
-int bido_join__hold(struct machine *machine, struct evsel *evsel,
-		    union perf_event *event, struct perf_sample *sample,
-		    struct events_stats *stats, bido_deliver_fn deliver, void *data);
-int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
-			    bido_deliver_fn deliver, void *data);
-int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-			  u32 flags, bido_deliver_fn deliver, void *data);
-int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
-			  bido_deliver_fn deliver, void *data);
-int bido_join__flush(struct machine *machine, bido_deliver_fn deliver, void *data);
+/* What the join hands the events it takes to; see bido_join__event() */
+struct bido_join_ops {
+	bido_sample_fn	sample;
+	/* The tool's processing of a record: its maps go in */
+	int		(*record)(union perf_event *event, struct perf_sample *sample,
+				  struct machine *machine, void *data);
+};
+
+int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_event *event,
+		     struct perf_sample *sample, struct events_stats *stats,
+		     const struct bido_join_ops *ops, void *data);
+int bido_join__flush(struct machine *machine, struct events_stats *stats,
+		     const struct bido_join_ops *ops, void *data);
 void bido_join__delete(struct machine *machine);
 
-/* A build-ID got a name while recording */
-typedef int (*bido_named_fn)(const struct build_id *bid, const char *name, void *data);
+/*
+ * A build-ID got the name @name while recording; @file opens the very file
+ * the task maps (a /proc/self/fd link), during the call
+ */
+typedef int (*bido_named_fn)(const struct build_id *bid, const char *name, const char *file,
+			     void *data);
 
 /* A task's comm, read while recording, for its samples from @time on */
 typedef int (*bido_comm_fn)(u32 pid, u32 tid, u64 time, const char *comm, void *data);

@@ -40,7 +40,8 @@ fi
 # $3: "mm" adds a sample whose record says MM_CHANGED, "bad" malformed
 # records (one too short for its fixed part, one with a build-ID size of
 # 200 and a map that ends before it starts), "cut" a sample cut short,
-# "br" branch stacks on every sample.  BIDO_BID and BIDO_NAME
+# "br" branch stacks on every sample, "many" 2000 more samples, each with
+# a record of a build-ID of its own.  BIDO_BID and BIDO_NAME
 # (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
 # file offsets in the first map, the branches' sources and targets.
@@ -54,6 +55,7 @@ mm = sys.argv[3] == "mm"
 bad = sys.argv[3] == "bad"
 cut = sys.argv[3] == "cut"
 br = sys.argv[3] == "br"
+many = sys.argv[3] == "many"
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
 name = os.environ.get("BIDO_NAME", "").encode()
@@ -127,6 +129,11 @@ if bad:
                                   (0x600000, 0x602000, 0, bid1, 0)])
 if cut:
     out += rec(9, 2, struct.pack(E + "Q", 0x401700))
+for i in range(2000 if many else 0):
+    bid = struct.pack(">IQQ", 0xb1d0, i, i * 7)
+    out += sample(0x10001000 + i * 0x10000, 10000 + 2 * i, 0x100000 + i)
+    out += bido(10001 + 2 * i, 0x100000 + i, 0,
+                [(0x10000000 + i * 0x10000, 0x10002000 + i * 0x10000, 0, bid, 0)])
 sys.stdout.buffer.write(out)
 EOF
 }
@@ -402,6 +409,24 @@ EOF
   rm -rf "${dir}"
 }
 
+# A build-ID never seen before is looked up in an index of the DSOs, not
+# by a scan of them all: perf report scans them when others added some
+# (here only at the start), not for each of 2000 new build-IDs.
+test_many_build_ids() {
+  local scans
+
+  echo "Many build-IDs, one scan"
+  make_data le 0 many > "${data}"
+  perf report -v -i - --stdio --sort dso < "${data}" > "${dump}" 2>&1
+  scans=$(sed -n 's/.*build-IDs indexed, \([0-9]*\) scans of the DSOs.*/\1/p' "${dump}")
+  if [ -z "${scans}" ] || [ "${scans}" -gt 2 ]
+  then
+    echo "Many build-IDs [Failed '${scans}' scans of the DSOs for 2000 build-IDs]"
+    fail=1
+  fi
+  expect "Many build-IDs" "[build-id:0000b1d000000000000007cf00000000000036a9]"
+}
+
 # Records that are too short, claim a 200-byte build-ID or a map that
 # ends before it starts: counted and said, the rest of the file read, the
 # good map of a bad record used
@@ -465,6 +490,7 @@ run test_join
 run test_unresolved
 run test_debug_only_dso
 run test_branch_stack
+run test_many_build_ids
 run test_malformed le
 run test_malformed be
 run test_stop

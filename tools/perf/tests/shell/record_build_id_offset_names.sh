@@ -17,6 +17,8 @@ shelldir=$(dirname "$0")
 . "${shelldir}"/lib/build_id_offset.sh
 # perf record's pid, from bido_record_start
 bido_rpid=
+# a second workload's pid
+wpid2=
 
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bido_names.XXXXX)
@@ -27,6 +29,7 @@ mkdir -p "${HOME}"
 
 cleanup() {
   [ -n "${wpid}" ] && kill "${wpid}" 2> /dev/null && wait "${wpid}" 2> /dev/null
+  [ -n "${wpid2}" ] && kill "${wpid2}" 2> /dev/null && wait "${wpid2}" 2> /dev/null
   [ -n "${ppid}" ] && kill -CONT "${ppid}" 2> /dev/null && kill "${ppid}" 2> /dev/null &&
     wait "${ppid}" 2> /dev/null
   rm -rf "${tmpdir}"
@@ -133,17 +136,10 @@ exit_workload() {
 }
 
 # Wait until perf -v, writing to $1, said it read the workload's program
-# from the workload's mappings (120 s at most); prints the tenths of a
-# second waited
+# from the workload's mappings (120 s at most); prints the seconds
+# waited
 wait_named() {
-  local i
-
-  for i in $(seq 1200)
-  do
-    grep -qa "build-ID offset: ${wpid} maps ${tmpdir}/bidoname " "$1" && break
-    sleep 0.1
-  done
-  echo "${i}"
+  bido_wait_line "$1" "build-ID offset: ${wpid} maps ${tmpdir}/bidoname " || true
 }
 
 # "PERCENT DSO SYMBOL" of bidoname_spin's samples (a file, or the data of
@@ -174,7 +170,7 @@ test_pipe() {
   line=$(spin_line - < "${tmpdir}/pipe.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "pipe: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i}/1200)"
+    fail "pipe: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i} s)"
     grep -a "build-ID offset" "${tmpdir}/pipe.err"
     # What perf report made of the pipe, and the workload's records in it
     perf report -i - --stdio --sort comm,dso,sym -q < "${tmpdir}/pipe.data" \
@@ -187,14 +183,20 @@ test_pipe() {
 
 # A process that is gone at the end: named while it lived.  It exits
 # once perf -v said it named the program (perf may take seconds to get to
-# it when the host is busy), or after 120 s.
+# it when the host is busy), or after 120 s.  $1: the case's name; $2...:
+# more perf record options.  -B (no build-ID pass at the end; -z and
+# --buildid-mmap imply it): the files named while recording must stay
+# named; -B turns the build-ID cache off, so nothing else could name them.
 test_exited() {
-  local line i
+  local what=$1 line i
 
+  shift
+  # The case must name the program itself, not find it in the cache
+  rm -rf "${HOME}/.debug"
   start_workload 500 hold
   bido_record_start /dev/null "${tmpdir}/exited.err" -v -o "${tmpdir}/exited.data" -a \
-    --synth=no --buildid-offset -e cpu-clock:u -F 999 ||
-    fail "exited: perf record did not start"
+    --synth=no --buildid-offset -e cpu-clock:u -F 999 "$@" ||
+    fail "${what}: perf record did not start"
   ppid=${bido_rpid}
   go_workload
   i=$(wait_named "${tmpdir}/exited.err")
@@ -207,8 +209,10 @@ test_exited() {
   line=$(spin_line "${tmpdir}/exited.data")
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
   then
-    fail "exited: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i}/1200)"
+    fail "${what}: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i} s)"
     grep -a "build-ID offset" "${tmpdir}/exited.err"
+  else
+    echo "Build-ID offset names, ${what} [Success]"
   fi
 }
 
@@ -255,7 +259,7 @@ test_switch() {
     files=$((files + 1))
     if [ "${n% *}" = 0 ] || [ "${n#* }" != 0 ]
     then
-      fail "switch: file ${files}: ${n% *} samples of the workload in bidoname, ${n#* } without comm or DSO name (waited ${i}/1200)"
+      fail "switch: file ${files}: ${n% *} samples of the workload in bidoname, ${n#* } without comm or DSO name (waited ${i} s)"
       perf script -i "${f}" -F comm,tid,dso,ip 2> /dev/null |
         awk -v t="${wpid_switch}" '$2 == t { print $1, $2, $NF }' | sort | uniq -c | head -3
     fi
@@ -411,12 +415,122 @@ test_fifo() {
   fi
 }
 
+# A mapping the namer cannot open (its path names no file any more, and
+# map_files is closed to an unprivileged perf) must not keep the file from
+# being named through another process that maps it.  The program runs
+# twice as nobody, from a path deleted then (its hard link stays) and
+# from the link, both started before perf (else an MMAP2 would name it);
+# the second spins (and is seen) only once perf failed on the first.
+test_open_failed() {
+  local dir="${tmpdir}/again" paranoid line
+
+  if ! command -v setpriv > /dev/null
+  then
+    echo "Build-ID offset names, a mapping that cannot be opened [Skipped no setpriv]"
+    return
+  fi
+  mkdir -p "${dir}/home"
+  chmod 755 "${tmpdir}"
+  chmod 777 "${dir}" "${dir}/home"
+  cp "${tmpdir}/bidoname" "${dir}/bidoname"
+  ln "${dir}/bidoname" "${dir}/link"
+  mkfifo -m 666 "${dir}/go_a" "${dir}/go_b"
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "${dir}/bidoname" "${dir}/go_a" 600000 &
+  wpid=$!
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "${dir}/link" "${dir}/go_b" 600000 &
+  wpid2=$!
+  for _ in $(seq 300); do
+    grep -q "${dir}/bidoname" "/proc/${wpid}/maps" 2> /dev/null &&
+      grep -q "${dir}/link" "/proc/${wpid2}/maps" 2> /dev/null && break
+    sleep 0.1
+  done
+  # Its maps say "bidoname (deleted)" now
+  rm -f "${dir}/bidoname"
+  paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+  echo -1 > /proc/sys/kernel/perf_event_paranoid
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    env HOME="${dir}/home" perf record -v --buildid-offset --synth=no -e cpu-clock:u \
+    -c 1000000 -a -o "${dir}/perf.data" > /dev/null 2> "${dir}/record.log" &
+  ppid=$!
+  echo > "${dir}/go_a"
+  if bido_wait_line "${dir}/record.log" \
+       "build-ID offset: ${wpid} maps ${dir}/bidoname (deleted), which cannot be opened" \
+       > /dev/null
+  then
+    echo > "${dir}/go_b"
+    bido_wait_line "${dir}/record.log" "build-ID offset: ${wpid2} maps ${dir}/link " \
+      > /dev/null || true
+  fi
+  kill -INT "${ppid}"
+  wait "${ppid}" 2> /dev/null || true
+  ppid=
+  echo "${paranoid}" > /proc/sys/kernel/perf_event_paranoid
+  kill "${wpid}" "${wpid2}" 2> /dev/null || true
+  wait "${wpid}" "${wpid2}" 2> /dev/null || true
+  line=$(perf report -f -i "${dir}/perf.data" --stdio --sort dso,sym -q 2> /dev/null |
+         awk '/bidoname_spin/ { print $1, $2, $NF; exit }')
+  if ! grep -qa "build-ID offset: ${wpid2} maps ${dir}/link " "${dir}/record.log" ||
+     [ "$(echo "${line}" | awk '{ print $2 }')" != link ]
+  then
+    fail "open failed: the program was not named through its other mapping: '${line}'"
+    grep -a -e "build-ID offset: ${wpid} " -e "build-ID offset: ${wpid2} " "${dir}/record.log" ||
+      true
+  else
+    echo "Build-ID offset names, a mapping that cannot be opened [Success]"
+  fi
+  wpid=
+  wpid2=
+}
+
+# The build-ID cache gets the file the task maps, by its build-ID, when
+# perf names it: here the program's path holds another program by the
+# end (an upgrade), which perf must not cache, and which was all perf
+# record could cache at the end before.
+test_upgrade() {
+  local dir="${tmpdir}/upgrade" cached
+
+  rm -rf "${HOME}/.debug"
+  mkdir -p "${dir}"
+  cp "${tmpdir}/bidoname" "${dir}/bidoname"
+  rm -f "${tmpdir}/go" "${tmpdir}/exit"
+  mkfifo "${tmpdir}/go" "${tmpdir}/exit"
+  "${dir}/bidoname" "${tmpdir}/go" 500 "${tmpdir}/exit" &
+  wpid=$!
+  bido_record_start /dev/null "${dir}/err" -v -o "${dir}/perf.data" -a \
+    --synth=no --buildid-offset -e cpu-clock:u -F 999 ||
+    fail "upgrade: perf record did not start"
+  ppid=${bido_rpid}
+  go_workload
+  bido_wait_line "${dir}/err" "build-ID offset: ${wpid} maps ${dir}/bidoname " > /dev/null ||
+    true
+  # The upgrade: another program (another build-ID) at the same path
+  rm -f "${dir}/bidoname"
+  cp "$(command -v sleep)" "${dir}/bidoname"
+  exit_workload
+  wait "${wpid}"; wpid=
+  bido_record_stop || fail "perf record hung"
+  ppid=
+  cached="${HOME}/.debug/.build-id/${bid:0:2}/${bid:2}/elf"
+  if [ "$(perf buildid-list -i "${cached}" 2> /dev/null)" != "${bid}" ]
+  then
+    fail "upgrade: the build-ID cache has no ${bid} (the program perf named)"
+    ls -la "${HOME}/.debug/.build-id/${bid:0:2}" 2> /dev/null || true
+  else
+    echo "Build-ID offset names cached by build-ID [Success]"
+  fi
+}
+
 test_support
 build_workload
 test_pipe
-test_exited
+test_exited exited
 test_switch
 test_debug
 test_fifo
+test_open_failed
+test_exited "-B" -B
+test_upgrade
 cleanup
 exit ${err}

@@ -62,6 +62,23 @@ bido_record_start() {
   [ "${ack}" = ack ]
 }
 
+# bido_wait_line FILE TEXT: wait, by the clock, until a line of FILE has
+# TEXT, 120 s at most.  Prints the seconds waited; returns 1 on timeout.
+bido_wait_line() {
+  local start=${SECONDS}
+
+  until grep -qaF -- "$2" "$1" 2> /dev/null
+  do
+    if [ $((SECONDS - start)) -ge 120 ]
+    then
+      echo 120
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo $((SECONDS - start))
+}
+
 # bido_task_stacks PID: where each thread of PID waits (for a failure)
 bido_task_stacks() {
   local t
