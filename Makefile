@@ -40,7 +40,8 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
-.PHONY: all deps tree refresh series-check kernel perf perf-base selftests workloads \
+.PHONY: all deps tree refresh series-check kernel perf perf-base perf-python libperf-examples \
+	selftests workloads \
 	build check demo bench bench-tools stress perf-test-survey clean \
 	distclean
 
@@ -96,6 +97,34 @@ perf-base: tree $(BASESRC)/.stamp
 	@$(MAKE) -s -C $(BASESRC)/tools/perf O=$(PBOBJ) CC="$(KCC)" -j$(JOBS) \
 		$(PERF_FLAGS) >$(PBOBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(PBOBJ)/build.log; exit 1; }
+# perf's python binding (`import perf`), which profiling daemons use: the
+# extension alone, built in a tree of its own with libpython (the perf
+# above goes without, as the perf test survey of the base did) for
+# Debian's python3, the one the guest runs.  The guest exports its
+# directory as PERF_PYTHONPATH.
+PYOBJ   := $(BUILD)/obj/perf-python
+PYEXT   := $(PYOBJ)/python/perf$(shell /usr/bin/python3 -c \
+	'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+perf-python: tree
+	@echo "perf-python: building $(PYEXT:$(REPO)/%=%)"
+	@mkdir -p $(PYOBJ)
+	@$(MAKE) -s -C $(SRC)/tools/perf O=$(PYOBJ) CC="$(KCC)" -j$(JOBS) \
+		$(filter-out NO_LIBPYTHON=1 PYTHON_WORD=python3,$(PERF_FLAGS)) \
+		PYTHON=/usr/bin/python3 $(PYEXT) >$(PYOBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(PYOBJ)/build.log; exit 1; }
+
+# libperf's examples, against the libperf and libapi of the perf above;
+# the guest exports their directory as LIBPERF_EXAMPLES
+LEXOBJ  := $(BUILD)/obj/libperf-examples
+LEXSRC  := $(SRC)/tools/lib/perf/Documentation/examples
+libperf-examples: perf
+	@echo "libperf-examples: building $(LEXOBJ:$(REPO)/%=%)/build_id_offset"
+	@mkdir -p $(LEXOBJ)
+	@$(KCC) -Wall -Wextra -Werror -O2 -I $(SRC)/tools/lib/perf/include \
+		-I $(SRC)/tools/include -I $(SRC)/tools/include/uapi \
+		-o $(LEXOBJ)/build_id_offset $(LEXSRC)/build_id_offset.c \
+		$(POBJ)/libperf/libperf.a $(POBJ)/libapi/libapi.a
+
 # Selftests compile against the UAPI headers of the kernel we built.
 selftests: kernel
 	@mkdir -p $(SOBJ)/perf_events
@@ -106,7 +135,7 @@ selftests: kernel
 workloads: $(BUILD)/.deps
 	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
 
-build: kernel perf perf-base selftests workloads
+build: kernel perf perf-base perf-python libperf-examples selftests workloads
 
 # T=NAME runs one test (or several: T="a b") instead of the whole list.
 check: build

@@ -3,11 +3,11 @@
 # missing.  `make` runs this once (and again when this file changes).
 set -eu
 pkgs="linux-source-6.12 build-essential bc bison flex cpio xz-utils kmod
-git patch python3 libssl-dev libelf-dev libdw-dev libunwind-dev
+git patch python3 python3-dev libssl-dev libelf-dev libdw-dev libunwind-dev
 libtraceevent-dev libdebuginfod-dev libcap-dev libnuma-dev libzstd-dev
 liblzma-dev zlib1g-dev pkg-config qemu-system-x86 busybox-static ccache
 gcc-multilib gnuplot-nox stress-ng trinity"
-# gcc-multilib: the 32-bit (compat) test program of the perf_events
+# python3-dev: perf's python binding (make perf-python); gcc-multilib: the 32-bit (compat) test program of the perf_events
 # selftests; gnuplot-nox: the plots of `make bench`; stress-ng, trinity:
 # `make stress`
 

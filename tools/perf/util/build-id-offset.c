@@ -1822,36 +1822,59 @@ static int bido_namer__comms(struct bido_namer *namer)
 }
 
 /*
- * Name the files of the processes seen, within the time left: perf's own
- * last, as it maps some forty files and lives to the end.  Returns 1 if
- * out of time with files of other processes left, 0, or a negative error.
+ * The processes seen whose files are still to name, perf's own last (it
+ * maps some forty files and lives to the end), in a new array of *nr
  */
-static int bido_namer__files(struct bido_namer *namer, u64 deadline)
+static pid_t *bido_namer__pending(struct bido_namer *namer, size_t *nr)
 {
-	pid_t self = getpid();
+	size_t n = hashmap__size(namer->pids);
+	pid_t self = getpid(), *pids;
 	struct hashmap_entry *cur;
 	bool self_pending = false;
 	size_t bkt;
-	int ret;
 
+	*nr = 0;
+	pids = calloc(n ?: 1, sizeof(*pids));
+	if (!pids)
+		return NULL;
 	hashmap__for_each_entry(namer->pids, cur, bkt) {
 		if (cur->value != BIDO_PID_PENDING)
 			continue;
-		if (cur->key == self) {
+		if (cur->key == self)
 			self_pending = true;
-			continue;
-		}
-		ret = bido_namer__name_pid(namer, cur->key, deadline);
-		if (ret)
-			return ret;
-		cur->value = BIDO_PID_DONE;
+		else
+			pids[(*nr)++] = cur->key;
 	}
-	if (!self_pending)
-		return 0;
-	ret = bido_namer__name_pid(namer, self, deadline);
-	if (!ret)
-		hashmap__update(namer->pids, self, BIDO_PID_DONE, NULL, NULL);
-	return ret < 0 ? ret : 0;
+	if (self_pending)
+		pids[(*nr)++] = self;
+	return pids;
+}
+
+/*
+ * Name the files of the processes @pids, within the time left, without
+ * the namer's lock: the threads of 'perf record --threads' scan their
+ * buffers meanwhile (only the thread that runs the namer touches the
+ * table of files and the counts of naming).  Returns 1 if out of time
+ * with files of other processes than perf left, 0, or a negative error.
+ */
+static int bido_namer__files(struct bido_namer *namer, const pid_t *pids, size_t nr,
+			     u64 deadline)
+{
+	pid_t self = getpid();
+	size_t i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		ret = bido_namer__name_pid(namer, pids[i], deadline);
+		if (ret)
+			return pids[i] == self && ret > 0 ? 0 : ret;
+		mutex_lock(&namer->lock);
+		/* Unless its EXIT was read meanwhile: the pid may be reused */
+		if (hashmap__find(namer->pids, pids[i], NULL))
+			hashmap__update(namer->pids, pids[i], BIDO_PID_DONE, NULL, NULL);
+		mutex_unlock(&namer->lock);
+	}
+	return 0;
 }
 
 /**
@@ -1862,21 +1885,30 @@ static int bido_namer__files(struct bido_namer *namer, u64 deadline)
  * files of each process seen, once in its life: the mappings it makes
  * from now on come with MMAP2 records, which name their files.  Naming
  * files stops after BIDO_NAME_BUDGET_NS and goes on at the next run.
- * Returns what @named or @comm returned if it failed, else 1 if files of
- * processes other than perf are left to name, else 0.
+ * One thread runs the namer; others may scan meanwhile.  Returns what
+ * @named or @comm returned if it failed, else 1 if files of processes
+ * other than perf are left to name, else 0.
  */
 int bido_namer__run(struct bido_namer *namer)
 {
 	u64 deadline = rdclock() + BIDO_NAME_BUDGET_NS;
-	int err = 0;
+	pid_t *pids = NULL;
+	size_t nr = 0;
+	int err;
 
 	mutex_lock(&namer->lock);
 	err = bido_namer__comms(namer);
+	if (!err) {
+		pids = bido_namer__pending(namer, &nr);
+		if (!pids)
+			err = -ENOMEM;
+	}
+	mutex_unlock(&namer->lock);
 	if (!err)
-		err = bido_namer__files(namer, deadline);
+		err = bido_namer__files(namer, pids, nr, deadline);
+	free(pids);
 	if (err > 0)
 		namer->nr_budget++;
-	mutex_unlock(&namer->lock);
 	return err;
 }
 

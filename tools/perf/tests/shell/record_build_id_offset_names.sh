@@ -187,14 +187,16 @@ test_pipe() {
 # more perf record options.  -B (no build-ID pass at the end; -z and
 # --buildid-mmap imply it): the files named while recording must stay
 # named; -B turns the build-ID cache off, so nothing else could name them.
+# --threads: a file per thread, and the namer on one of them; the samples
+# must get the workload's comm as without it.
 test_exited() {
-  local what=$1 line i
+  local what=$1 data="${tmpdir}/exited_${1//-/}.data" line comm i
 
   shift
   # The case must name the program itself, not find it in the cache
   rm -rf "${HOME}/.debug"
   start_workload 500 hold
-  bido_record_start /dev/null "${tmpdir}/exited.err" -v -o "${tmpdir}/exited.data" -a \
+  bido_record_start /dev/null "${tmpdir}/exited.err" -v -o "${data}" -a \
     --synth=no --buildid-offset -e cpu-clock:u -F 999 "$@" ||
     fail "${what}: perf record did not start"
   ppid=${bido_rpid}
@@ -206,10 +208,12 @@ test_exited() {
   sleep 0.5
   bido_record_stop || fail "perf record hung"
   ppid=
-  line=$(spin_line "${tmpdir}/exited.data")
-  if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ]
+  line=$(spin_line "${data}")
+  comm=$(perf report -i "${data}" --stdio --sort comm,sym -q 2> /dev/null |
+         awk '/bidoname_spin/ { print $2; exit }')
+  if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ] || [ "${comm}" != bidoname ]
   then
-    fail "${what}: bidoname_spin's samples are not in bidoname: '${line}' (waited ${i} s)"
+    fail "${what}: bidoname_spin's samples are not in bidoname: '${line}', comm '${comm}' (waited ${i} s)"
     grep -a "build-ID offset" "${tmpdir}/exited.err"
   else
     echo "Build-ID offset names, ${what} [Success]"
@@ -531,6 +535,7 @@ test_debug
 test_fifo
 test_open_failed
 test_exited "-B" -B
+test_exited "--threads" --threads
 test_upgrade
 cleanup
 exit ${err}
