@@ -48,15 +48,18 @@ def find(maps, addr):
 def main():
     cpus = perf.cpu_map()
     threads = perf.thread_map(-1)
+    # Two events in one buffer: the binding tells them apart by sample ID
     sampler = perf.evsel(type=perf.TYPE_SOFTWARE, config=perf.COUNT_SW_CPU_CLOCK,
-                         sample_period=1000000, freq=0,
+                         sample_period=1000000, freq=0, read_format=perf.FORMAT_ID,
                          sample_type=perf.SAMPLE_IP | perf.SAMPLE_TID | perf.SAMPLE_TIME |
-                         perf.SAMPLE_CPU | perf.SAMPLE_CALLCHAIN |
+                         perf.SAMPLE_ID | perf.SAMPLE_CPU | perf.SAMPLE_CALLCHAIN |
                          perf.SAMPLE_BUILD_ID_OFFSET,
                          defer_callchain=1)
     receiver = perf.evsel(type=perf.TYPE_SOFTWARE, config=perf.COUNT_SW_DUMMY,
                           sample_period=1, freq=0, defer_output=1,
-                          sample_type=perf.SAMPLE_TID | perf.SAMPLE_TIME | perf.SAMPLE_CPU)
+                          read_format=perf.FORMAT_ID,
+                          sample_type=perf.SAMPLE_TID | perf.SAMPLE_TIME | perf.SAMPLE_ID |
+                          perf.SAMPLE_CPU)
     evlist = perf.evlist(cpus, threads)
     evlist.add(sampler)
     evlist.add(receiver)
