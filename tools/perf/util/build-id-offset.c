@@ -109,8 +109,11 @@ struct bido_join {
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
 	struct hashmap		*dsos;		/* build-ID -> struct bido_dso */
-	/* machine->dsos.cnt when dsos last had all of machine->dsos */
-	unsigned int		 dsos_cnt;
+	/*
+	 * machine->dsos.cnt and dso__build_id_generation when dsos last had
+	 * every DSO of machine->dsos that has a build-ID
+	 */
+	unsigned int		 dsos_cnt, dsos_gen;
 	u64			 nr_dso_scans;
 };
 
@@ -603,13 +606,20 @@ static struct dso *build_id_offset__scan_dsos(struct machine *machine, const str
 	return args.dso;
 }
 
+/* An entry of the index whose DSO still has the build-ID it is filed under */
+static bool bido_dso__current(const struct bido_dso *bd)
+{
+	return dso__has_build_id(bd->dso) &&
+	       build_id_offset__build_id_equal(dso__bid(bd->dso), &bd->bid);
+}
+
 /* Remember @dso in the index, unless it has a named one of its build-ID */
 static void build_id_offset__index_dso(struct bido_join *join, const struct build_id *bid,
 				       struct dso *dso)
 {
 	struct bido_dso *bd;
 
-	if (hashmap__find(join->dsos, bid, &bd) && bd->dso != dso &&
+	if (hashmap__find(join->dsos, bid, &bd) && bd->dso != dso && bido_dso__current(bd) &&
 	    !build_id_offset__dso_is_unnamed(bd->dso) && build_id_offset__dso_is_unnamed(dso))
 		return;
 	if (!hashmap__find(join->dsos, bid, &bd)) {
@@ -634,21 +644,25 @@ static int bido_index_cb(struct dso *dso, void *data)
 }
 
 /*
- * Add a DSO of ours to machine->dsos and to the index.  The index stays
- * whole if it was: no scan for the next build-ID.
+ * Add a DSO of ours, its build-ID just set, to machine->dsos and to the
+ * index.  The index stays whole if it was (nothing else changed but that
+ * build-ID): no scan for the next build-ID.
  */
 static int build_id_offset__add_dso(struct machine *machine, const struct build_id *bid,
 				    struct dso *dso)
 {
 	struct bido_join *join = machine__bido_join(machine);
-	bool whole = join && join->dsos_cnt == machine->dsos.cnt;
+	bool whole = join && join->dsos_cnt == machine->dsos.cnt &&
+		     join->dsos_gen + 1 == dso__build_id_generation;
 
 	if (dsos__add(&machine->dsos, dso))
 		return -ENOMEM;
 	if (join) {
 		build_id_offset__index_dso(join, bid, dso);
-		if (whole)
+		if (whole) {
 			join->dsos_cnt = machine->dsos.cnt;
+			join->dsos_gen = dso__build_id_generation;
+		}
 	}
 	return 0;
 }
@@ -663,11 +677,12 @@ static void build_id_offset__index_used(struct machine *machine, const struct bu
 }
 
 /*
- * The DSO that perf knows with this build-ID, or NULL.  Through the index
- * only: a scan of every DSO for each new build-ID would make reading a
- * file quadratic in its files.  The DSOs that others added since the index
- * was last whole (MMAP2 records, the header's build-ID table) go in first,
- * in one scan.
+ * The DSO that perf knows with this build-ID, or NULL.  Through the index:
+ * a scan of every DSO for each new build-ID would make reading a file
+ * quadratic in its files.  A named DSO found is the answer.  Otherwise, if
+ * DSOs were added (MMAP2 records) or given a build-ID (the header's
+ * build-ID table, a lazy read) since the index was last whole, they go in
+ * first, in one scan.
  */
 static struct dso *build_id_offset__find_dso(struct machine *machine, const struct build_id *bid)
 {
@@ -676,12 +691,17 @@ static struct dso *build_id_offset__find_dso(struct machine *machine, const stru
 
 	if (!join)
 		return build_id_offset__scan_dsos(machine, bid);
-	if (join->dsos_cnt != machine->dsos.cnt) {
-		dsos__for_each_dso(&machine->dsos, bido_index_cb, join);
+	if (hashmap__find(join->dsos, bid, &bd) && bido_dso__current(bd) &&
+	    !build_id_offset__dso_is_unnamed(bd->dso))
+		return dso__get(bd->dso);
+	if (join->dsos_cnt != machine->dsos.cnt || join->dsos_gen != dso__build_id_generation) {
 		join->dsos_cnt = machine->dsos.cnt;
+		join->dsos_gen = dso__build_id_generation;
+		dsos__for_each_dso(&machine->dsos, bido_index_cb, join);
 		join->nr_dso_scans++;
 	}
-	return hashmap__find(join->dsos, bid, &bd) ? dso__get(bd->dso) : NULL;
+	return hashmap__find(join->dsos, bid, &bd) && bido_dso__current(bd) ?
+	       dso__get(bd->dso) : NULL;
 }
 
 /*

@@ -41,7 +41,8 @@ fi
 # records (one too short for its fixed part, one with a build-ID size of
 # 200 and a map that ends before it starts), "cut" a sample cut short,
 # "br" branch stacks on every sample, "many" 2000 more samples, each with
-# a record of a build-ID of its own.  BIDO_BID and BIDO_NAME
+# a record of a build-ID of its own, "late" the header build-ID of
+# BIDO_NAME only after an MMAP2 of it and a record of another build-ID.  BIDO_BID and BIDO_NAME
 # (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
 # file offsets in the first map, the branches' sources and targets.
@@ -56,6 +57,7 @@ bad = sys.argv[3] == "bad"
 cut = sys.argv[3] == "cut"
 br = sys.argv[3] == "br"
 many = sys.argv[3] == "many"
+late = sys.argv[3] == "late"
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
 name = os.environ.get("BIDO_NAME", "").encode()
@@ -102,8 +104,26 @@ def bido(time, cookie, flags, maps):
         body += bid[:20] + b"\0" * (20 - len(bid[:20]))
     return rec(23, 2, body + struct.pack(E + "IIQ", pid, tid, time))
 
+def sample_id(pid_, time):
+    return struct.pack(E + "IIQ", pid_, pid_, time)
+
 out = (b"PERFILE2"[::-1] if big else b"PERFILE2") + struct.pack(E + "Q", 16)
 out += rec(64, 0, attr)
+if late:
+    # Another process maps the file first (a DSO without build-ID yet), and
+    # a record of another build-ID makes perf look at the DSOs then
+    fn = name + b"\0" * (8 - len(name) % 8)
+    out += rec(10, 2, struct.pack(E + "IIQQQIIQQII", 100, 100, 0x500000, 0x2000, 0,
+                                  8, 1, 1234, 0, 5, 2) + fn + sample_id(100, 100))
+    out += rec(9, 2, struct.pack(E + "QIIQQ", 0x601000, 4343, 4343, 101, 0x77))
+    body = struct.pack(E + "IIQII", 4343, 4343, 0x77, 1, 0)
+    body += struct.pack(E + "QQQBBH", 0x600000, 0x602000, 0, 20, 0, 0) + bytes(range(101, 121))
+    out += rec(23, 2, body + sample_id(4343, 102))
+    # Two rounds, so that the first is delivered before the header event
+    # (which is processed as it is read)
+    out += rec(68, 0, b"")
+    out += rec(9, 2, struct.pack(E + "QIIQQ", 0x1000, 4344, 4344, 150, 0))
+    out += rec(68, 0, b"")
 if name:
     fn = name + b"\0" * (8 - len(name) % 8)
     # pid -1 (the host), build_id[20], its size, then the file name
@@ -335,12 +355,15 @@ import struct, subprocess, sys
 
 path, names = sys.argv[1], sys.argv[2:]
 data = open(path, "rb").read()
-phoff, = struct.unpack_from("<Q", data, 0x20)
-phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+if data[4] != 2:
+    sys.exit("not an ELF64 file")
+E = "<" if data[5] == 1 else ">"
+phoff, = struct.unpack_from(E + "Q", data, 0x20)
+phentsize, phnum = struct.unpack_from(E + "HH", data, 0x36)
 loads = []
 for i in range(phnum):
     p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
-        "<IIQQQQ", data, phoff + i * phentsize)
+        E + "IIQQQQ", data, phoff + i * phentsize)
     if p_type == 1:
         loads.append((p_vaddr, p_offset, p_filesz))
 syms = {}
@@ -427,6 +450,17 @@ test_many_build_ids() {
   expect "Many build-IDs" "[build-id:0000b1d000000000000007cf00000000000036a9]"
 }
 
+# A DSO that gets its build-ID after perf indexed the DSOs (a pipe's
+# header build-ID for a file an MMAP2 mapped before) must still be found
+# by the records of that build-ID: by name, not as a placeholder.
+test_named_late() {
+  echo "A DSO given its build-ID late"
+  BIDO_NAME=/tmp/__perf_test.bido.late BIDO_BID=0102030405060708090a0b0c0d0e0f1011121314 \
+    make_data le 0 late > "${data}"
+  perf script -i - -F pid,ip,dso < "${data}" > "${dump}" 2> /dev/null
+  expect "Named late" "401234 (/tmp/__perf_test.bido.late)"
+}
+
 # Records that are too short, claim a 200-byte build-ID or a map that
 # ends before it starts: counted and said, the rest of the file read, the
 # good map of a bad record used
@@ -491,6 +525,7 @@ run test_unresolved
 run test_debug_only_dso
 run test_branch_stack
 run test_many_build_ids
+run test_named_late
 run test_malformed le
 run test_malformed be
 run test_stop

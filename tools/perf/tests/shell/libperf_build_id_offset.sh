@@ -16,6 +16,7 @@ name="libperf example, build-ID offset"
 rc=0
 bido_support "${name}" || rc=$?
 [ "${rc}" = 0 ] || exit "${rc}"
+bido_cpu_wide "${name}" || exit 2
 example=${LIBPERF_EXAMPLES}/build_id_offset
 if [ ! -x "${example}" ]
 then

@@ -16,6 +16,7 @@ shelldir=$(dirname "$0")
 rc=0
 bido_support "Build-ID offset through perf's python binding" || rc=$?
 [ "${rc}" = 0 ] || exit "${rc}"
+bido_cpu_wide "Build-ID offset through perf's python binding" || exit 2
 
 export PYTHONPATH=${PERF_PYTHONPATH:+${PERF_PYTHONPATH}:}${PYTHONPATH}
 if ! python3 -c 'import perf' 2> /dev/null

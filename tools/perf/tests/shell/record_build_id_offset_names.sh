@@ -19,6 +19,8 @@ shelldir=$(dirname "$0")
 bido_rpid=
 # a second workload's pid
 wpid2=
+# perf_event_paranoid as it was, while a case set it to -1
+saved_paranoid=
 
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bido_names.XXXXX)
@@ -30,6 +32,7 @@ mkdir -p "${HOME}"
 cleanup() {
   [ -n "${wpid}" ] && kill "${wpid}" 2> /dev/null && wait "${wpid}" 2> /dev/null
   [ -n "${wpid2}" ] && kill "${wpid2}" 2> /dev/null && wait "${wpid2}" 2> /dev/null
+  [ -n "${saved_paranoid}" ] && echo "${saved_paranoid}" > /proc/sys/kernel/perf_event_paranoid
   [ -n "${ppid}" ] && kill -CONT "${ppid}" 2> /dev/null && kill "${ppid}" 2> /dev/null &&
     wait "${ppid}" 2> /dev/null
   rm -rf "${tmpdir}"
@@ -370,7 +373,7 @@ trap trap_cleanup EXIT TERM INT
 # perf records system wide (-p of a task of its own user failed now and
 # then in the guest with "No such process", not understood yet).
 test_fifo() {
-  local dir="${tmpdir}/fifo" paranoid rc=0
+  local dir="${tmpdir}/fifo" rc=0
 
   if ! command -v setpriv > /dev/null
   then
@@ -395,14 +398,15 @@ test_fifo() {
   rm -f "${dir}/bidoname"
   mkfifo "${dir}/bidoname (deleted)"
   # System wide as nobody: -1
-  paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+  saved_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
   echo -1 > /proc/sys/kernel/perf_event_paranoid
   go_workload
   timeout 90 setpriv --reuid=65534 --regid=65534 --clear-groups \
     env HOME="${dir}/home" perf record --buildid-offset --synth=no -e cpu-clock:u \
     -c 1000000 -a -o "${dir}/fifo.data" -- sleep 1 \
     > "${dir}/record.log" 2>&1 || rc=$?
-  echo "${paranoid}" > /proc/sys/kernel/perf_event_paranoid
+  echo "${saved_paranoid}" > /proc/sys/kernel/perf_event_paranoid
+  saved_paranoid=
   kill "${wpid}" 2> /dev/null || true
   wait "${wpid}" 2> /dev/null || true
   wpid=
@@ -426,7 +430,7 @@ test_fifo() {
 # from the link, both started before perf (else an MMAP2 would name it);
 # the second spins (and is seen) only once perf failed on the first.
 test_open_failed() {
-  local dir="${tmpdir}/again" paranoid line
+  local dir="${tmpdir}/again" line
 
   if ! command -v setpriv > /dev/null
   then
@@ -452,25 +456,27 @@ test_open_failed() {
   done
   # Its maps say "bidoname (deleted)" now
   rm -f "${dir}/bidoname"
-  paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+  saved_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
   echo -1 > /proc/sys/kernel/perf_event_paranoid
   setpriv --reuid=65534 --regid=65534 --clear-groups \
     env HOME="${dir}/home" perf record -v --buildid-offset --synth=no -e cpu-clock:u \
     -c 1000000 -a -o "${dir}/perf.data" > /dev/null 2> "${dir}/record.log" &
   ppid=$!
-  echo > "${dir}/go_a"
+  # (not forever if the workload died)
+  timeout 10 sh -c "echo > '${dir}/go_a'" || true
   if bido_wait_line "${dir}/record.log" \
        "build-ID offset: ${wpid} maps ${dir}/bidoname (deleted), which cannot be opened" \
        > /dev/null
   then
-    echo > "${dir}/go_b"
+    timeout 10 sh -c "echo > '${dir}/go_b'" || true
     bido_wait_line "${dir}/record.log" "build-ID offset: ${wpid2} maps ${dir}/link " \
       > /dev/null || true
   fi
-  kill -INT "${ppid}"
+  kill -INT "${ppid}" 2> /dev/null || true
   wait "${ppid}" 2> /dev/null || true
   ppid=
-  echo "${paranoid}" > /proc/sys/kernel/perf_event_paranoid
+  echo "${saved_paranoid}" > /proc/sys/kernel/perf_event_paranoid
+  saved_paranoid=
   kill "${wpid}" "${wpid2}" 2> /dev/null || true
   wait "${wpid}" "${wpid2}" 2> /dev/null || true
   line=$(perf report -f -i "${dir}/perf.data" --stdio --sort dso,sym -q 2> /dev/null |

@@ -49,7 +49,7 @@ static int libperf_print(enum libperf_print_level level,
 static void keep_sample(const union perf_event *event, pid_t pid)
 {
 	const __u64 *array = event->sample.array;
-	struct sample s;
+	struct sample s, *more;
 
 	s.ip = array[0];
 	s.pid = array[1];
@@ -59,22 +59,25 @@ static void keep_sample(const union perf_event *event, pid_t pid)
 	if ((pid_t)s.pid != pid || (event->header.misc & PERF_RECORD_MISC_CPUMODE_MASK) !=
 	    PERF_RECORD_MISC_USER)
 		return;
-	samples = realloc(samples, (nr_samples + 1) * sizeof(*samples));
-	if (samples)
-		samples[nr_samples++] = s;
+	more = realloc(samples, (nr_samples + 1) * sizeof(*samples));
+	if (!more)
+		exit(1);
+	samples = more;
+	samples[nr_samples++] = s;
 }
 
 static void keep_record(const union perf_event *event, pid_t pid)
 {
 	const struct perf_record_build_id_offset *rec = &event->build_id_offset;
-	struct perf_record_build_id_offset *copy;
+	struct perf_record_build_id_offset *copy, **more;
 
 	if (event->header.size < sizeof(*rec) || (pid_t)rec->pid != pid)
 		return;
 	copy = malloc(event->header.size);
-	records = realloc(records, (nr_records + 1) * sizeof(*records));
-	if (!copy || !records)
+	more = realloc(records, (nr_records + 1) * sizeof(*records));
+	if (!copy || !more)
 		exit(1);
+	records = more;
 	memcpy(copy, event, event->header.size);
 	records[nr_records++] = copy;
 }
@@ -133,7 +136,7 @@ static void print_sample(const struct sample *s)
 		printf("- %s\n", m ? "no-build-id" : "not-covered");
 		return;
 	}
-	for (i = 0; i < m->build_id_size; i++)
+	for (i = 0; i < m->build_id_size && i < (int)sizeof(m->build_id); i++)
 		printf("%02x", m->build_id[i]);
 	printf("+%#llx\n", (unsigned long long)(s->ip - m->start + m->pgoff));
 }
@@ -160,7 +163,7 @@ int main(int argc, char **argv)
 	struct perf_evsel *sampler, *receiver;
 	struct perf_evlist *evlist;
 	struct perf_cpu_map *cpus;
-	int err = 1, status, go[2];
+	int err = 1, status = 0, go[2];
 	size_t i, joined = 0;
 	pid_t pid;
 
@@ -209,7 +212,13 @@ int main(int argc, char **argv)
 	if (write(go[1], "g", 1) != 1)
 		kill(pid, SIGKILL);
 	close(go[1]);
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+	for (;;) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+
+		if (done < 0)
+			goto out;
+		if (done)
+			break;
 		perf_evlist__poll(evlist, 100);
 		read_all(evlist, pid);
 	}
