@@ -1139,6 +1139,8 @@ struct bido_namer {
 
 #define BIDO_PID_PENDING	1
 #define BIDO_PID_DONE		2
+/* A pass ran out of time in its files: the next ones name new pids first */
+#define BIDO_PID_PARTIAL	3
 
 static size_t bido_file_hash(long key, void *ctx __maybe_unused)
 {
@@ -1842,28 +1844,33 @@ static int bido_namer__comms(struct bido_namer *namer)
 }
 
 /*
- * The processes seen whose files are still to name, perf's own last (it
- * maps some forty files and lives to the end), in a new array of *nr
+ * The processes seen whose files are still to name, in a new array of
+ * *nr: those not looked at yet first (a short-lived one must not wait
+ * behind one with many files), then those a pass ran out of time in,
+ * perf's own last (it maps some forty files and lives to the end)
  */
 static pid_t *bido_namer__pending(struct bido_namer *namer, size_t *nr)
 {
 	size_t n = hashmap__size(namer->pids);
+	static const long order[] = { BIDO_PID_PENDING, BIDO_PID_PARTIAL, };
 	pid_t self = getpid(), *pids;
 	struct hashmap_entry *cur;
 	bool self_pending = false;
-	size_t bkt;
+	size_t bkt, i;
 
 	*nr = 0;
 	pids = calloc(n ?: 1, sizeof(*pids));
 	if (!pids)
 		return NULL;
-	hashmap__for_each_entry(namer->pids, cur, bkt) {
-		if (cur->value != BIDO_PID_PENDING)
-			continue;
-		if (cur->key == self)
-			self_pending = true;
-		else
-			pids[(*nr)++] = cur->key;
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		hashmap__for_each_entry(namer->pids, cur, bkt) {
+			if (cur->value != order[i])
+				continue;
+			if (cur->key == self)
+				self_pending = true;
+			else
+				pids[(*nr)++] = cur->key;
+		}
 	}
 	if (self_pending)
 		pids[(*nr)++] = self;
@@ -1886,13 +1893,16 @@ static int bido_namer__files(struct bido_namer *namer, const pid_t *pids, size_t
 
 	for (i = 0; i < nr; i++) {
 		ret = bido_namer__name_pid(namer, pids[i], deadline);
-		if (ret)
-			return pids[i] == self && ret > 0 ? 0 : ret;
+		if (ret < 0)
+			return ret;
 		mutex_lock(&namer->lock);
 		/* Unless its EXIT was read meanwhile: the pid may be reused */
 		if (hashmap__find(namer->pids, pids[i], NULL))
-			hashmap__update(namer->pids, pids[i], BIDO_PID_DONE, NULL, NULL);
+			hashmap__update(namer->pids, pids[i], ret ? BIDO_PID_PARTIAL : BIDO_PID_DONE,
+					NULL, NULL);
 		mutex_unlock(&namer->lock);
+		if (ret)
+			return pids[i] == self ? 0 : ret;
 	}
 	return 0;
 }
