@@ -1898,8 +1898,8 @@ static int bido_namer__files(struct bido_namer *namer, const pid_t *pids, size_t
 		mutex_lock(&namer->lock);
 		/* Unless its EXIT was read meanwhile: the pid may be reused */
 		if (hashmap__find(namer->pids, pids[i], NULL))
-			hashmap__update(namer->pids, pids[i], ret ? BIDO_PID_PARTIAL : BIDO_PID_DONE,
-					NULL, NULL);
+			hashmap__update(namer->pids, pids[i],
+					ret ? BIDO_PID_PARTIAL : BIDO_PID_DONE, NULL, NULL);
 		mutex_unlock(&namer->lock);
 		if (ret)
 			return pids[i] == self ? 0 : ret;
