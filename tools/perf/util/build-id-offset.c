@@ -147,7 +147,7 @@ static size_t bido_bid_hash(long key, void *ctx __maybe_unused)
 	return hash;
 }
 
-static bool build_id_offset__build_id_equal(const struct build_id *a, const struct build_id *b)
+bool build_id_offset__build_id_equal(const struct build_id *a, const struct build_id *b)
 {
 	return a->size == b->size && !memcmp(a->data, b->data, a->size);
 }
@@ -1677,16 +1677,13 @@ static int bido_namer__name_file(struct bido_namer *namer, pid_t pid, u64 start,
 		 * (whose open would wait for a writer) or a link there
 		 */
 		pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (pfd >= 0 && (fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_ino != f->ino ||
-				 makedev(f->dev >> 32, f->dev & 0xffffffff) != st.st_dev)) {
-			close(pfd);
-			pfd = -1;
-		}
-		if (pfd >= 0) {
+		if (pfd >= 0 && !fstat(pfd, &st) && S_ISREG(st.st_mode) && st.st_ino == f->ino &&
+		    makedev(f->dev >> 32, f->dev & 0xffffffff) == st.st_dev) {
 			snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
 			fd = open(link, O_RDONLY | O_CLOEXEC);
-			close(pfd);
 		}
+		if (pfd >= 0)
+			close(pfd);
 		if (fd < 0) {
 			pr_debug("build-ID offset: %d maps %s, which cannot be opened\n",
 				 pid, path);

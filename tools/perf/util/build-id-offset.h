@@ -67,6 +67,7 @@ int bido_live__event(struct machine *machine, struct bido_namer *namer, struct e
 int build_id_offset__insert_maps(struct machine *machine, union perf_event *event);
 int build_id_offset__read_comm(u32 pid, u32 tid, char *comm, size_t size);
 bool build_id_offset__dso_is_unnamed(const struct dso *dso);
+bool build_id_offset__build_id_equal(const struct build_id *a, const struct build_id *b);
 int machine__name_bido_dsos(struct machine *machine);
 
 #endif /* __PERF_BUILD_ID_OFFSET_H */
