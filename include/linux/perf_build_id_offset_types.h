@@ -7,8 +7,12 @@
 struct perf_bido_stash;
 struct perf_bido_table;
 
-/* How many sessions one kernel entry's records go to by name */
-#define PERF_BIDO_SESSIONS	4
+/*
+ * How many sessions one kernel entry's records go to by name: a profiling
+ * daemon and one perf record.  The records of an entry that more sessions
+ * sample go to every receiver that sees the task.
+ */
+#define PERF_BIDO_SESSIONS	2
 
 /**
  * struct perf_bido_task - per-task state of PERF_SAMPLE_BUILD_ID_OFFSET
@@ -28,7 +32,7 @@ struct perf_bido_table;
  *		for records in the entry named by @cookie: its records go
  *		to their receivers only
  * @sessions_over: more sessions asked than @sessions holds: the records
- *		go to every receiver
+ *		go to every receiver; written on current only, as @sessions
  * @closed:	cookie whose records are being or have been written: a
  *		session that asks now gets no cookie
  * @closed_ip:	user IP of the task when @closed was set
@@ -45,14 +49,15 @@ struct perf_bido_table;
  *		in task context at its first record.  Both are freed when
  *		the task exits, execs a set-uid program, or runs @trim once
  *		no receiving event is left
+ * @trim_state: PERF_BIDO_TRIM_* (see perf_bido_trim())
  * @trim:	task_work that frees this state and the unwind cache
- * @trim_queued: @trim is on the task's task_work list
  * @rcu:	frees this state after a grace period (the sweep reads it
- *		under RCU)
+ *		under RCU); used only once @trim cannot be queued again
  *
  * Only the task itself and the interrupts and NMIs that sample it, on its
  * own CPU, touch this, so nothing here needs a lock; the one exception is
- * @trim_queued, which the sweep sets with cmpxchg() from a workqueue.
+ * @trim_state, which the sweep changes with cmpxchg() from a workqueue.
+ * 128 bytes on 64-bit.
  */
 struct perf_bido_task {
 	u64			cookie;
@@ -61,7 +66,8 @@ struct perf_bido_task {
 	unsigned int		entry_seq;
 	u32			stack_bytes;
 	const void		*sessions[PERF_BIDO_SESSIONS];
-	unsigned long		sessions_over;
+	u32			sessions_over;
+	u32			trim_state;
 	u64			closed;
 	unsigned long		closed_ip;
 	u64			reusable;
@@ -69,9 +75,10 @@ struct perf_bido_task {
 	u64			missed;
 	struct perf_bido_stash	*stash;
 	struct perf_bido_table	*table;
-	struct callback_head	trim;
-	unsigned long		trim_queued;
-	struct rcu_head		rcu;
+	union {
+		struct callback_head	trim;
+		struct rcu_head		rcu;
+	};
 };
 
 #endif /* _LINUX_PERF_BUILD_ID_OFFSET_TYPES_H */

@@ -158,6 +158,29 @@ static void perf_bido_task_free(struct perf_bido_task *bt)
 	kfree_rcu(bt, rcu);
 }
 
+/*
+ * @trim_state of a per-task state: IDLE, or QUEUED while the sweep queues
+ * or has queued its trim on the task, or DEAD once the task let go of it.
+ * Whoever finds the other's mark frees it: the task when it drops an IDLE
+ * state, the trim when it runs on a DEAD one, the sweep when it could not
+ * queue the trim of one that died meanwhile.  So @trim is never on a
+ * task_work list once the state is freed, and @rcu can share its room.
+ */
+#define PERF_BIDO_TRIM_IDLE	0
+#define PERF_BIDO_TRIM_QUEUED	1
+#define PERF_BIDO_TRIM_DEAD	2
+
+/* What a sampled task costs beside its unwind cache: see the ABI page */
+static_assert(!IS_ENABLED(CONFIG_64BIT) ||
+	      sizeof(struct perf_bido_task) <= 128);
+
+/* Free @bt, which current has just taken off itself */
+static void perf_bido_task_drop(struct perf_bido_task *bt)
+{
+	if (xchg(&bt->trim_state, PERF_BIDO_TRIM_DEAD) == PERF_BIDO_TRIM_IDLE)
+		perf_bido_task_free(bt);
+}
+
 /* Fill the empty spare slots of @cpu.  Context: task context. */
 static void perf_bido_refill_cpu(int cpu)
 {
@@ -1541,7 +1564,7 @@ static void perf_bido_free_task(void)
 	perf_bido_free_stash(current);
 	bt = xchg(&current->perf_bido, NULL);
 	if (bt)
-		perf_bido_task_free(bt);
+		perf_bido_task_drop(bt);
 }
 
 /*
@@ -1568,8 +1591,16 @@ static void perf_bido_trim(struct callback_head *head)
 	struct perf_bido_task *bt = container_of(head, struct perf_bido_task,
 						trim);
 
-	/* Off the list: the sweep may queue it again from here on */
-	WRITE_ONCE(bt->trim_queued, 0);
+	/*
+	 * Off the list: the sweep may queue it again from here on.  Dropped
+	 * while this was queued (the task exited or ran a set-uid program
+	 * before coming here): no longer current's, and ours to free.
+	 */
+	if (cmpxchg(&bt->trim_state, PERF_BIDO_TRIM_QUEUED,
+		    PERF_BIDO_TRIM_IDLE) == PERF_BIDO_TRIM_DEAD) {
+		perf_bido_task_free(bt);
+		return;
+	}
 	if (atomic_read(&nr_defer_output_events))
 		return;
 	perf_bido_free_task();
@@ -1604,12 +1635,19 @@ static void perf_bido_sweep_fn(struct work_struct *work)
 		/* A receiver came back: the tasks keep what they have */
 		if (atomic_read(&nr_defer_output_events))
 			break;
-		if (!bt || cmpxchg(&bt->trim_queued, 0, 1))
+		if (!bt || cmpxchg(&bt->trim_state, PERF_BIDO_TRIM_IDLE,
+				   PERF_BIDO_TRIM_QUEUED) != PERF_BIDO_TRIM_IDLE)
 			continue;
 		init_task_work(&bt->trim, perf_bido_trim);
-		/* Exiting: do_exit() frees the stash */
-		if (task_work_add(t, &bt->trim, TWA_RESUME))
-			WRITE_ONCE(bt->trim_queued, 0);
+		/*
+		 * Too late: the task is past exit_task_work(), so also past
+		 * perf_event_exit_task(), which let go of the state after
+		 * we read it.  Ours to free then.
+		 */
+		if (task_work_add(t, &bt->trim, TWA_RESUME) &&
+		    cmpxchg(&bt->trim_state, PERF_BIDO_TRIM_QUEUED,
+			    PERF_BIDO_TRIM_IDLE) == PERF_BIDO_TRIM_DEAD)
+			perf_bido_task_free(bt);
 	}
 	rcu_read_unlock();
 }

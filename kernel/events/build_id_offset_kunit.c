@@ -32,7 +32,7 @@
  *			last table, merging it into the next record, the
  *			bound on its maps, mm_lock_seq moving on a change
  *   bido_table_room	the table is sized to the maps it keeps: a record
- *			of four files in 256 bytes, grown when a record
+ *			of one file in 96 bytes, four in 256, grown when a record
  *			has more, never past PERF_BIDO_REUSE_MAPS
  *
  * Not covered here: the sampling hook itself, which needs a perf event in
@@ -703,14 +703,15 @@ static void bido_table_room(struct kunit *test)
 	bt = kunit_kzalloc(test, sizeof(*bt), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, bt);
 
-	/* The header and four maps: 256 bytes, the goal per sampled task */
-	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 4), 256);
+	/* The header and four maps fit the 256-byte bucket, one map 96 */
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 4), 240);
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 1), 96);
 
 	tab = perf_bido_table_room(bt, 1);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
 	KUNIT_EXPECT_GE(test, tab->room, 1);
-	KUNIT_EXPECT_LE(test, ksize(tab), 128);
+	KUNIT_EXPECT_LE(test, ksize(tab), 96);
 	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
 
 	/* Room enough: the same table */

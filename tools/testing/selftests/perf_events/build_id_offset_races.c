@@ -841,6 +841,12 @@ TEST(two_consumers)
  * the user callchain in the sample (records are reused, which must stay
  * within the session that got them) and with deferred callchains (both
  * record types are routed).
+ *
+ * Variant three: a second per-CPU session (another daemon) samples the
+ * same threads as well.  The kernel names two sessions per entry; the
+ * records of an entry that all three sampled go to every receiver, so
+ * each session still resolves all of its samples, and since all three
+ * sampled that entry, none holds a record that none of its samples names.
  */
 struct named {
 	uint32_t tid;
@@ -902,14 +908,22 @@ FIXTURE(two_sessions) {
 
 FIXTURE_VARIANT(two_sessions) {
 	bool deferred;
+	int nr_sess;
 };
 
 FIXTURE_VARIANT_ADD(two_sessions, reuse) {
 	.deferred = false,
+	.nr_sess = 2,
 };
 
 FIXTURE_VARIANT_ADD(two_sessions, deferred) {
 	.deferred = true,
+	.nr_sess = 2,
+};
+
+FIXTURE_VARIANT_ADD(two_sessions, three) {
+	.deferred = true,
+	.nr_sess = 3,
 };
 
 FIXTURE_SETUP(two_sessions)
@@ -922,14 +936,17 @@ FIXTURE_TEARDOWN(two_sessions)
 
 TEST_F(two_sessions, run)
 {
-	static const char *const name[2] = { "per-CPU session", "per-task session" };
+	static const char *const name[3] = {
+		"per-CPU session", "per-task session", "second per-CPU session"
+	};
 	int nr_cpus = sysconf(_SC_NPROCESSORS_ONLN), go, status, i, s, dup;
+	int nr_sess = variant->nr_sess;
 	struct work_count *c = shared_count();
 	struct perf_event_attr attr;
-	struct trace t[2] = {};
-	struct opener other;
-	struct tally ty[2];
-	uint64_t child_recs[2] = {};
+	struct opener other[2];
+	struct trace t[3] = {};
+	struct tally ty[3];
+	uint64_t child_recs[3] = {};
 	struct ring *rb;
 	struct maps m;
 	pid_t child;
@@ -939,29 +956,36 @@ TEST_F(two_sessions, run)
 	ASSERT_NE(NULL, c);
 	bido_attr(&attr, 1000000);
 	attr.defer_callchain = variant->deferred;
-	ASSERT_EQ(0, opener_start(&other));
+	ASSERT_EQ(0, opener_start(&other[0]));
+	if (nr_sess > 2)
+		ASSERT_EQ(0, opener_start(&other[1]));
 	child = fork_held(&go);
 	ASSERT_LE(0, child);
 	if (!child)
 		_exit(many_threads_work(c));
 
-	rb = calloc(2 * nr_cpus, sizeof(*rb));
+	rb = calloc(nr_sess * nr_cpus, sizeof(*rb));
 	for (i = 0; i < nr_cpus; i++) {
 		struct perf_event_attr a = attr;
 
-		ASSERT_EQ(0, opener_ring(&other, &rb[i], &a, -1, i, RING_PAGES));
+		ASSERT_EQ(0, opener_ring(&other[0], &rb[i], &a, -1, i,
+					 RING_PAGES));
+		if (nr_sess > 2)
+			ASSERT_EQ(0, opener_ring(&other[1], &rb[2 * nr_cpus + i],
+						 &a, -1, i, RING_PAGES));
 		a.inherit = 1;
 		ASSERT_EQ(0, ring_open(&rb[nr_cpus + i], &a, child, i,
 				       RING_PAGES));
 	}
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < nr_sess; s++)
 		t[s].check_ids = true;
-	status = trace_sessions(rb, 2 * nr_cpus, t, 2, go, child, 10000);
+	status = trace_sessions(rb, nr_sess * nr_cpus, t, nr_sess, go, child,
+				10000);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 
 	maps_read(&m, "/proc/self/maps");
-	for (s = 0; s < 2; s++) {
+	for (s = 0; s < nr_sess; s++) {
 		int unnamed;
 
 		trace_index(&t[s]);
@@ -987,12 +1011,15 @@ TEST_F(two_sessions, run)
 	EXPECT_EQ(0, c->failures);
 
 	free(m.v);
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < nr_sess; s++)
 		trace_free(&t[s]);
-	for (i = 0; i < 2 * nr_cpus; i++)
+	for (i = 0; i < nr_sess * nr_cpus; i++)
 		ring_close(&rb[i]);
 	free(rb);
-	opener_stop(&other);
+	/* The second opener holds a copy of the first one's socket */
+	if (nr_sess > 2)
+		opener_stop(&other[1]);
+	opener_stop(&other[0]);
 	munmap(c, sizeof(*c));
 }
 
