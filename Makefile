@@ -41,7 +41,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
 .PHONY: all deps tree refresh series-check kernel perf perf-base perf-python libperf-examples \
-	selftests workloads \
+	selftests workloads pprof \
 	build check demo bench bench-tools stress perf-test-survey clean \
 	distclean
 
@@ -135,7 +135,21 @@ selftests: kernel
 workloads: $(BUILD)/.deps
 	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
 
-build: kernel perf perf-base perf-python libperf-examples selftests workloads
+# Google's standalone pprof, built offline (GOPATH mode) from the sources
+# of Debian's golang-github-google-pprof-dev.  `go tool pprof` reads a
+# profile just as well but opens no local file by build-ID (its object
+# reader has none to compare); this one does, so the test of `perf data
+# convert --to-pprof` symbolises with it from perf's build-ID cache.  The
+# guest exports it as PPROF.
+PPROFBIN := $(BUILD)/obj/pprof/pprof
+pprof: $(BUILD)/.deps
+	@echo "pprof: building $(PPROFBIN:$(REPO)/%=%)"
+	@mkdir -p $(dir $(PPROFBIN))
+	@GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
+		GOCACHE=$(BUILD)/obj/pprof/cache go build -o $(PPROFBIN) \
+		github.com/google/pprof
+
+build: kernel perf perf-base perf-python libperf-examples selftests workloads pprof
 
 # T=NAME runs one test (or several: T="a b") instead of the whole list.
 check: build
@@ -166,7 +180,7 @@ bench-tools: kernel
 # load) in the usual TCG guest.  BENCH_ICOUNT and BENCH_TCG name the
 # sections of each; an empty one is not booted.
 BENCH_ICOUNT ?= startup,cost
-BENCH_TCG    ?= churn,topload,memory
+BENCH_TCG    ?= churn,topload,daemon,memory,pprof
 BENCH_RUNS   := $(if $(BENCH_ICOUNT),bench-icount) $(if $(BENCH_TCG),bench)
 
 bench: build bench-tools

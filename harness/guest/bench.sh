@@ -5,13 +5,15 @@
 # copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
 # BENCH_PERIOD change the defaults: `make bench
 # GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
-# init's environment).  BENCH_ONLY=startup,cost,churn,topload,memory runs only the
+# init's environment).  BENCH_ONLY=startup,cost,churn,topload,daemon,memory,pprof runs only the
 # sections named; BENCH_CHURN_SECS (default 30), BENCH_CHURN_FREQ
 # (default 4000) and BENCH_CHURN_SPIN_MS (default 20: TCG runs the
 # workload's exec and dlopen() 10-50 times slower than hardware, spins
 # of a few ms would get few samples) set the churn section's run;
 # BENCH_TOP_SECS (default 15) the length of each perf top run under load;
-# BENCH_MEM_THREADS (default 10000) the threads of the memory section.
+# BENCH_MEM_THREADS (default 10000) the threads of the memory section;
+# BENCH_DAEMON_TASKS (4000) and BENCH_DAEMON_SECS (20) the daemon's;
+# BENCH_PPROF_SECS (12) the recording that pprof converts.
 # BENCH_POP_SPIN (default 5000; 0: idle) the rounds of work each task of
 # the start-up population runs once a second.
 # BENCH_ICOUNT=1 says that this is the instruction-count guest
@@ -171,6 +173,99 @@ churn_section() {
 		"$d/log" "$d/default.data" "$d/ours.data"
 	echo "perf.data bytes: default $(stat -c %s "$d/default.data"), ours $(stat -c %s "$d/ours.data"). The section took $((SECONDS - t0)) s: $((t1 - t0)) s to start, $((t2 - t1)) s of churn, $((t3 - t2)) s for perf record to finish, $((SECONDS - t3)) s of analysis."
 	echo
+}
+
+# perf daemon's always-on session with per-second rotation, at
+# BENCH_DAEMON_TASKS (4000) tasks of the start-up population, for
+# BENCH_DAEMON_SECS (60) s per mode after BENCH_DAEMON_WARM (10) s, the two modes one after the other
+# on the same population: the CPU time of the session's perf record
+# (utime + stime of /proc/PID/stat) over the window, after a warm-up.
+# With default synthesis every new file starts with a walk of /proc.
+daemon_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' \
+		"/proc/$1/stat"
+}
+
+daemon_section() {
+	local n=${BENCH_DAEMON_TASKS:-4000} secs=${BENCH_DAEMON_SECS:-60}
+	local warm=${BENCH_DAEMON_WARM:-10}
+	local d=$w/daemon mode opts pid c0 c1 t0 t1 f0 f1 b0 b1 i k first
+	local progs=(population population1 population2 population3) pids=()
+	rm -rf "$d"
+	mkdir -p "$d"
+	[ -x ./population ] ||
+		cp -r "$harness_build"/obj/workloads/population* \
+			"$harness_build"/obj/workloads/pop "$w"/
+	: >"$d/pop.out"
+	for i in "${!progs[@]}"; do
+		k=$(( n / ${#progs[@]} + (i < n % ${#progs[@]}) ))
+		"./${progs[$i]}" -w "$pop_spin" "$k" >>"$d/pop.out" &
+		pids+=($!)
+	done
+	for _ in $(seq 600); do
+		[ "$(grep -c ready "$d/pop.out")" -eq ${#progs[@]} ] && break
+		sleep 1
+	done
+	echo "## perf daemon with per-second rotation"
+	echo
+	echo "\`perf daemon\` with one session, \`record -a -e cpu-clock -F 99 --switch-output=1s\`, alone or with \`--buildid-offset --synth=no\`, for $secs s after a $warm s warm-up, beside $n tasks of the start-up population ($(ls /proc | grep -c '^[0-9]') tasks in the guest). CPU: the session's perf record, utime + stime; share: of one CPU over the window; files and bytes: written in the window; first file: seconds from the start to the first rotated file."
+	echo
+	echo "| mode | window s | CPU s | CPU share | files written | bytes written | first file s |"
+	echo "|---|---|---|---|---|---|---|"
+	for mode in default buildid-offset; do
+		opts=
+		[ $mode = buildid-offset ] && opts="--buildid-offset --synth=no"
+		mkdir -p "$d/$mode"
+		printf '[daemon]\nbase=%s\n\n[session-bench]\nrun = %s %s\n' \
+			"$d/$mode" "-a -e cpu-clock -F 99 --switch-output=1s" \
+			"$opts" >"$d/$mode.config"
+		if ! perf daemon start --config "$d/$mode.config" >/dev/null 2>&1; then
+			echo "daemon: perf daemon did not start"
+			break
+		fi
+		pid=
+		for _ in $(seq 600); do
+			pid=$(perf daemon --config "$d/$mode.config" 2>/dev/null |
+			      sed -n 's/^\[\([0-9]*\):bench\].*/\1/p')
+			[ -n "$pid" ] && [ -e "/proc/$pid/stat" ] && break
+			sleep 0.2
+		done
+		# Each second: the first file's time; the window's start
+		first=-
+		for ((i = 1; i <= warm + secs; i++)); do
+			sleep 1
+			k=$(find "$d/$mode" -name 'perf.data.*' | wc -l)
+			[ "$first" = - ] && [ "$k" -gt 0 ] && first=$i
+			if [ "$i" = "$warm" ]; then
+				c0=$(daemon_cpu "$pid")
+				f0=$k
+				b0=$(du -sb "$d/$mode" | cut -f1)
+				t0=$(date +%s.%N)
+			fi
+		done
+		c1=$(daemon_cpu "$pid")
+		t1=$(date +%s.%N)
+		f1=$k
+		b1=$(du -sb "$d/$mode" | cut -f1)
+		perf daemon stop --config "$d/$mode.config" >/dev/null 2>&1 || true
+		awk -v m=$mode -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" \
+		    -v f=$((f1 - f0)) -v b=$((b1 - b0)) -v first="$first" 'BEGIN {
+			printf "| %s | %.1f | %.2f | %.1f%% | %d | %d | %s |\n", m, t1 - t0,
+			       c1 - c0, 100 * (c1 - c0) / (t1 - t0), f, b, first
+			printf "DATA daemon %s %.3f %.3f %d %d\n", m, t1 - t0,
+			       c1 - c0, f, b >> "data.txt"
+		}'
+		rm -rf "${d:?}/$mode"
+	done
+	echo
+	awk '$2 == "daemon" { c[$3] = $5 / $4 }
+	     END { if (c["buildid-offset"] > 0)
+		printf "CPU share, default/ours: %.1fx.\n", c["default"] / c["buildid-offset"] }' data.txt
+	echo
+	for i in "${pids[@]}"; do
+		kill -TERM "$i"
+		wait "$i" 2>/dev/null || true
+	done
 }
 
 # perf top -a under load, started while the load runs: three tasks that
@@ -387,6 +482,56 @@ for mode in default buildid-offset; do
 done
 echo
 fi
+# pprof: `perf data convert --to-pprof` against `perf script` of the same
+# file, a `--buildid-offset --synth=no -g` recording of the multilib
+# workload for BENCH_PPROF_SECS (12) s at 10 kHz; the two alternate,
+# BENCH_REPS times each.  Time (wall and user + sys, median) and output
+# bytes, scaled to 100k samples; perf script's text also gzipped, for a
+# like-for-like size.
+pprof_once() {
+	local TIMEFORMAT='%R %U %S' t
+	t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
+	echo "$t" | awk '{ print $1, $2 + $3 }'
+}
+# A row: LABEL, the times file, the output file; per 100k samples ($n)
+pprof_row() {
+	awk -v n="$n" -v w="$(cut -d' ' -f1 "$2" | median)" \
+	    -v c="$(cut -d' ' -f2 "$2" | median)" -v b="$(stat -c %s "$3")" -v what="$1" \
+	    'BEGIN { printf "| %s | %.2f | %.2f | %d |\n", what, w * 1e5 / n, c * 1e5 / n, b * 1e5 / n }'
+}
+pprof_section() {
+	local secs=${BENCH_PPROF_SECS:-12} d=$w/pprof n i
+	mkdir -p "$d"
+	cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$d"/
+	cd "$d"
+	perf record -q --buildid-offset --synth=no -g -e cpu-clock -c 100000 \
+		-o p.data -- ./multilib "$secs" >/dev/null 2>&1
+	n=$(perf report -i p.data --stats 2>/dev/null |
+		awk '/SAMPLE events:/ { print $3; exit }')
+	: >script.t
+	: >pprof.t
+	for i in $(seq "$reps"); do
+		pprof_once sh -c 'perf script -i p.data >script.txt' >>script.t
+		pprof_once perf data convert --force -i p.data --to-pprof p.pb.gz >>pprof.t
+	done
+	gzip -6 -c script.txt >script.txt.gz
+	echo "## perf data convert --to-pprof against perf script"
+	echo
+	echo "The same \`--buildid-offset --synth=no -g\` recording of multilib ($n samples, $(stat -c %s p.data) bytes of perf.data), $reps runs of each alternating; medians, per 100k samples."
+	echo
+	echo "| | wall s | CPU s | output bytes |"
+	echo "| --- | --- | --- | --- |"
+	pprof_row "\`perf script\`" script.t script.txt
+	pprof_row "\`perf data convert --to-pprof\`" pprof.t p.pb.gz
+	echo "| \`perf script\` output gzipped (gzip -6) | | | $(( $(stat -c %s script.txt.gz) * 100000 / n )) |"
+	echo
+	awk -v ws="$(cut -d' ' -f1 script.t | median)" -v wp="$(cut -d' ' -f1 pprof.t | median)" \
+	    -v bs="$(stat -c %s script.txt)" -v bp="$(stat -c %s p.pb.gz)" \
+	    'BEGIN { printf "perf script / --to-pprof: %.1fx the wall time, %.0fx the bytes.\n", ws / wp, bs / bp }'
+	echo
+	cd "$w"
+}
+
 # churn
 if want churn; then
 churn_section
@@ -394,6 +539,14 @@ fi
 # topload
 if want topload; then
 topload_section
+fi
+# daemon: perf daemon's CPU with per-second rotation
+if want daemon; then
+daemon_section
+fi
+# pprof: conversion time and size against perf script
+if want pprof; then
+pprof_section
 fi
 # memory: kernel memory per sampled thread (slab counters)
 if want memory; then
