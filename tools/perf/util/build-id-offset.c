@@ -20,7 +20,19 @@
  * Those are delivered with none of their user addresses resolved: the
  * thread's maps are those of other records, which need not be what the
  * sample saw.  So are the samples of a record flagged MM_CHANGED, and the
- * samples still held when the thread execs.
+ * samples still held when the thread execs.  A sample with no user
+ * address (kernel mode, no user frames, branches or stack) waits for
+ * nothing.
+ *
+ * The tool still sees the events in time order: while a sample is held,
+ * every event after it waits behind it in a queue (a copy of each, in the
+ * order they came), and goes to the tool once the samples before it went,
+ * each with its own time.  A record goes just before the first sample it
+ * is for, so that its maps are in when that sample resolves.  When nothing
+ * is held, events go straight on.  Past BIDO_ORDER_MAX_BYTES of waiting
+ * events the oldest held sample lets them by: it goes out of order later,
+ * counted.  The samples of fp,defer wait for their CALLCHAIN_DEFERRED in
+ * the same queue (see util/callchain-deferred.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,9 +59,11 @@
 #include <elfutils/debuginfod.h>
 #endif
 
+#include "branch.h"
 #include "build-id-offset.h"
 #include "build-id.h"
 #include "callchain.h"
+#include "callchain-deferred.h"
 #include "debug.h"
 #include "dso.h"
 #include "dsos.h"
@@ -70,6 +84,9 @@
 /* Held sample bytes above which the oldest are delivered unresolved */
 #define BIDO_HELD_MAX_BYTES	(64UL << 20)
 
+/* Bytes of events waiting behind held samples above which one lets them by */
+#define BIDO_ORDER_MAX_BYTES	(64UL << 20)
+
 /* DSOs known by build-ID only, until a name is found: "[build-id:HEX]" */
 #define BIDO_DSO_PREFIX		"[build-id:"
 
@@ -89,6 +106,23 @@ struct bido_held {
 	/* It has no cookie: no record will come, no user address resolves */
 	bool			 no_cookie;
 	union perf_event	*event;
+	/* Its place in the order of events (see struct bido_slot) */
+	struct bido_slot	*slot;
+};
+
+/*
+ * An event on its way to the tool while a sample before it is held: its
+ * place in bido_join::order.  A held sample's slot has no event until the
+ * sample goes on; its holder points to it (owner).
+ */
+struct bido_slot {
+	struct list_head	 node;		/* bido_join::order */
+	struct bido_slot	**owner;	/* the held sample's pointer to it */
+	struct machine		*machine;
+	struct evsel		*evsel;		/* of a sample; NULL: another event */
+	union perf_event	*event;		/* a copy, NULL while held */
+	/* A sample none of whose user addresses may resolve */
+	bool			 unresolved;
 };
 
 /*
@@ -108,6 +142,9 @@ struct bido_join {
 	struct hashmap		*threads;	/* tid -> struct bido_thread */
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
+	struct list_head	 order;		/* struct bido_slot, in time order */
+	size_t			 order_bytes;
+	bool			 ordering;	/* delivering from order */
 	struct hashmap		*dsos;		/* build-ID -> struct bido_dso */
 	/*
 	 * machine->dsos.cnt and dso__build_id_generation when dsos last had
@@ -180,6 +217,7 @@ static struct bido_join *machine__bido_join(struct machine *machine)
 		return NULL;
 	}
 	INIT_LIST_HEAD(&join->held);
+	INIT_LIST_HEAD(&join->order);
 	machine->bido_join = join;
 	return join;
 }
@@ -204,11 +242,38 @@ static struct bido_thread *bido_join__thread(struct bido_join *join, u32 tid, bo
 	return bt;
 }
 
+/*
+ * The held sample whose pointer is @owner keeps its place @slot, taken
+ * from its holder before (the deferred join); NULL: nobody holds it now.
+ */
+void bido_slot__hold(struct bido_slot *slot, struct bido_slot **owner)
+{
+	if (owner)
+		*owner = slot;
+	if (!slot)
+		return;
+	if (slot->owner && slot->owner != owner)
+		*slot->owner = NULL;
+	slot->owner = owner;
+}
+
+/* A held sample dropped, not delivered: its place goes */
+void bido_slot__cancel(struct bido_slot *slot)
+{
+	if (!slot)
+		return;
+	if (slot->owner)
+		*slot->owner = NULL;
+	list_del(&slot->node);
+	free(slot);
+}
+
 static void bido_held__delete(struct bido_join *join, struct bido_held *held)
 {
 	list_del(&held->node);
 	list_del(&held->age);
 	join->held_bytes -= held->event->header.size;
+	bido_slot__cancel(held->slot);
 	free(held->event);
 	free(held);
 }
@@ -233,6 +298,14 @@ static int bido_thread__release(struct bido_join *join, struct bido_thread *bt, 
 	struct bido_held *held, *n;
 	int err = 0;
 
+	/*
+	 * The samples a thread holds are of one entry (one cookie): the
+	 * others went when it was held.  A look at the first will do, or
+	 * each sample of an entry would walk those before it.
+	 */
+	if (list_empty(&bt->held) ||
+	    (list_first_entry(&bt->held, struct bido_held, node)->cookie == cookie) != joined)
+		return 0;
 	list_for_each_entry_safe(held, n, &bt->held, node) {
 		if ((held->cookie == cookie) != joined)
 			continue;
@@ -246,34 +319,72 @@ static int bido_thread__release(struct bido_join *join, struct bido_thread *bt, 
 /* Deliver a sample now, none of its user addresses resolved */
 static int bido_join__unresolved(struct evsel *evsel, union perf_event *event,
 				 struct perf_sample *sample, bool no_cookie,
-				 bido_deliver_fn deliver, void *data)
+				 struct bido_slot *slot, bido_deliver_fn deliver, void *data)
 {
 	struct bido_held now = {
 		.evsel = evsel, .cookie = sample->bido_cookie, .tid = sample->tid,
 		.no_cookie = no_cookie, .event = event,
 	};
-	int err = deliver(&now, /*joined=*/false, data);
+	int err;
 
+	bido_slot__hold(slot, &now.slot);
+	err = deliver(&now, /*joined=*/false, data);
+	bido_slot__cancel(now.slot);
 	return err ? err : 1;
 }
+
+/*
+ * Whether a sample has a user address that a record would resolve: the
+ * IP outside the kernel, user frames (or deferred ones), a branch or a
+ * data address in user space, a user stack to unwind.
+ */
+static bool bido_sample__has_user(struct machine *machine, struct evsel *evsel,
+				  struct perf_sample *sample)
+{
+	u64 i;
+
+	if (sample->cpumode != PERF_RECORD_MISC_KERNEL &&
+	    sample->cpumode != PERF_RECORD_MISC_GUEST_KERNEL)
+		return true;
+	for (i = 0; sample->callchain && i < sample->callchain->nr; i++) {
+		if (sample->callchain->ips[i] == PERF_CONTEXT_USER ||
+		    sample->callchain->ips[i] == PERF_CONTEXT_USER_DEFERRED)
+			return true;
+	}
+	for (i = 0; sample->branch_stack && i < sample->branch_stack->nr; i++) {
+		struct branch_entry *br = &perf_sample__branch_entries(sample)[i];
+
+		if (!machine__kernel_ip(machine, br->from) || !machine__kernel_ip(machine, br->to))
+			return true;
+	}
+	if (sample->user_stack.size)
+		return true;
+	return (evsel->core.attr.sample_type & PERF_SAMPLE_ADDR) && sample->addr &&
+	       !machine__kernel_ip(machine, sample->addr);
+}
+
+static struct bido_slot *bido_order__reserve(struct machine *machine);
 
 /**
  * bido_join__hold - keep a sample until its record arrives
  *
  * Returns 1 if the sample was kept (it is delivered later through
  * @deliver) or delivered already, 0 if the caller delivers it now: its
- * event has no PERF_SAMPLE_BUILD_ID_OFFSET, or its record was seen
- * already.  A sample of such an event without a cookie (the kernel
- * promised no record: the task was exiting, or the sample came after its
- * entry's record was written) goes out at once with no user address
- * resolved, counted in @stats, as does one there is no memory to keep
- * (counted as without its record).  Counts too the samples that name a
- * record seen already (the task's last).  Only for sessions that deliver
- * in time order.
+ * event has no PERF_SAMPLE_BUILD_ID_OFFSET, it has no user address, or
+ * its record was seen already.  A sample of such an event without a
+ * cookie (the kernel promised no record: the task was exiting, or the
+ * sample came after its entry's record was written) goes out at once
+ * with no user address resolved, counted in @stats, as does one there
+ * is no memory to keep (counted as without its record).  Counts too the
+ * samples that name a record seen already (the task's last).  @slot: the
+ * sample's place in the order of events if it has one already (it was
+ * held for its deferred callchain), else it gets one if kept and
+ * @order.  Only for sessions that deliver in time order.
  */
 static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 			   union perf_event *event, struct perf_sample *sample,
-			   struct events_stats *stats, bido_deliver_fn deliver, void *data)
+			   struct events_stats *stats, struct bido_slot *slot, bool order,
+			   bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join;
 	struct bido_thread *bt;
@@ -284,14 +395,16 @@ static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		return 0;
 	if (!sample->bido_cookie) {
 		stats->nr_bido_no_cookie++;
-		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/true,
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/true, slot,
 					     deliver, data);
 	}
+	if (!bido_sample__has_user(machine, evsel, sample))
+		return 0;
 
 	join = machine__bido_join(machine);
 	bt = join ? bido_join__thread(join, sample->tid, /*create=*/true) : NULL;
 	if (!bt)
-		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false,
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false, slot,
 					     deliver, data);
 
 	/*
@@ -309,7 +422,9 @@ static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 			stats->nr_bido_reused++;
 			return 0;
 		}
+		bido_slot__hold(slot, &now.slot);
 		err = deliver(&now, /*joined=*/true, data);
+		bido_slot__cancel(now.slot);
 		return err ? err : 1;
 	}
 
@@ -327,12 +442,18 @@ static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 		held->event = memdup(event, event->header.size);
 	if (!held || !held->event) {
 		free(held);
-		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false,
+		return bido_join__unresolved(evsel, event, sample, /*no_cookie=*/false, slot,
 					     deliver, data);
 	}
 	held->evsel = evsel;
 	held->cookie = sample->bido_cookie;
 	held->tid = sample->tid;
+	if (!slot && order) {
+		slot = bido_order__reserve(machine);
+		if (!slot)
+			stats->nr_bido_unordered++;
+	}
+	bido_slot__hold(slot, &held->slot);
 	list_add_tail(&held->node, &bt->held);
 	list_add_tail(&held->age, &join->held);
 	join->held_bytes += event->header.size;
@@ -421,18 +542,244 @@ static int bido_join__end_thread(struct machine *machine, u32 tid, bool exec,
 	return err;
 }
 
+/* Where the events the join delivers go */
+struct bido_join_args {
+	struct machine			*machine;
+	struct events_stats		*stats;
+	const struct bido_join_ops	*ops;
+	void				*data;
+};
+
+/* Hand a sample to the tool; @unresolved: with no user address resolved */
+static int bido_sample__deliver(struct evsel *evsel, union perf_event *event,
+				struct perf_sample *sample, struct machine *machine,
+				bool unresolved, struct bido_join_args *args)
+{
+	struct thread *thread = NULL;
+	int ret;
+
+	if (unresolved) {
+		thread = machine__findnew_thread(machine, sample->pid, sample->tid);
+		if (thread)
+			thread__set_bido_unresolved(thread, true);
+	}
+	ret = args->ops->sample(evsel, event, sample, machine, args->data);
+	if (thread) {
+		thread__set_bido_unresolved(thread, false);
+		thread__put(thread);
+	}
+	return ret;
+}
+
+/* ---- Time order: events wait behind held samples ---- */
+
+/* The order of events of @machine's session; NULL: none (a live tool) */
+static struct bido_join *bido_order__join(struct machine *machine,
+					  const struct bido_join_args *args)
+{
+	return args->ops->event ? machine__bido_join(machine) : NULL;
+}
+
+static bool bido_order__waiting(struct machine *machine, const struct bido_join_args *args)
+{
+	return args->ops->event && machine->bido_join && !list_empty(&machine->bido_join->order);
+}
+
+/* A place at the end of the order for a sample about to be held */
+static struct bido_slot *bido_order__reserve(struct machine *machine)
+{
+	struct bido_join *join = machine__bido_join(machine);
+	struct bido_slot *slot = join ? zalloc(sizeof(*slot)) : NULL;
+
+	if (!slot)
+		return NULL;
+	slot->machine = machine;
+	list_add_tail(&slot->node, &join->order);
+	return slot;
+}
+
+/* Hand the event of a slot that came to the head to the tool */
+static int bido_slot__deliver(struct bido_slot *slot, struct bido_join_args *args)
+{
+	struct perf_sample sample;
+	int ret;
+
+	if (!slot->evsel)
+		return args->ops->event(slot->event, slot->machine, args->data);
+	ret = evsel__parse_sample(slot->evsel, slot->event, &sample);
+	if (ret) {
+		pr_err("Can't parse sample, err = %d\n", ret);
+		return ret;
+	}
+	return bido_sample__deliver(slot->evsel, slot->event, &sample, slot->machine,
+				    slot->unresolved, args);
+}
+
+/*
+ * Deliver the events at the head of the order up to the first held
+ * sample.  Past BIDO_ORDER_MAX_BYTES waiting, that sample lets them by:
+ * it goes at its record's time, out of order (counted).
+ */
+static int bido_order__drain(struct bido_join *join, struct bido_join_args *args)
+{
+	int err = 0;
+
+	if (join->ordering)
+		return 0;
+	join->ordering = true;
+	while (!err && !list_empty(&join->order)) {
+		struct bido_slot *slot = list_first_entry(&join->order, struct bido_slot, node);
+
+		if (!slot->event) {
+			if (join->order_bytes <= BIDO_ORDER_MAX_BYTES)
+				break;
+			args->stats->nr_bido_unordered++;
+			bido_slot__cancel(slot);
+			continue;
+		}
+		list_del(&slot->node);
+		join->order_bytes -= slot->event->header.size;
+		err = bido_slot__deliver(slot, args);
+		free(slot->event);
+		free(slot);
+	}
+	join->ordering = false;
+	return err;
+}
+
+/*
+ * A copy of @event in its place: @slot, the one its sample held, or (NULL)
+ * at the end of the order, or @before another slot.  False if there is
+ * no memory for it.
+ */
+static bool bido_order__put(struct bido_join *join, struct bido_slot *slot,
+			    struct bido_slot *before, struct machine *machine,
+			    struct evsel *evsel, union perf_event *event, bool unresolved)
+{
+	union perf_event *copy = memdup(event, event->header.size);
+
+	if (!copy)
+		return false;
+	if (!slot) {
+		slot = zalloc(sizeof(*slot));
+		if (!slot) {
+			free(copy);
+			return false;
+		}
+		list_add_tail(&slot->node, before ? &before->node : &join->order);
+	}
+	bido_slot__hold(slot, NULL);
+	slot->machine = machine;
+	slot->evsel = evsel;
+	slot->event = copy;
+	slot->unresolved = unresolved;
+	join->order_bytes += event->header.size;
+	return true;
+}
+
+/*
+ * A sample goes to the tool: into its place in the order (@slot), or at
+ * the end if events wait, or at once.
+ */
+static int bido_order__sample(struct bido_join_args *args, struct bido_slot *slot,
+			      struct evsel *evsel, union perf_event *event,
+			      struct perf_sample *sample, bool unresolved)
+{
+	struct machine *machine = args->machine;
+	struct bido_join *join;
+
+	if (!slot && !bido_order__waiting(machine, args))
+		return bido_sample__deliver(evsel, event, sample, machine, unresolved, args);
+	join = machine->bido_join;
+	if (!bido_order__put(join, slot, NULL, machine, evsel, event, unresolved)) {
+		bido_slot__cancel(slot);
+		args->stats->nr_bido_unordered++;
+		return bido_sample__deliver(evsel, event, sample, machine, unresolved, args);
+	}
+	return bido_order__drain(join, args);
+}
+
+/*
+ * Any other event: 1 if it waits behind a held sample (it goes to
+ * @args->ops->event in its turn), 0 if the caller processes it now.
+ */
+static int bido_order__event(struct bido_join_args *args, union perf_event *event)
+{
+	struct machine *machine = args->machine;
+
+	if (!bido_order__waiting(machine, args))
+		return 0;
+	if (!bido_order__put(machine->bido_join, NULL, NULL, machine, NULL, event, false)) {
+		args->stats->nr_bido_unordered++;
+		return 0;
+	}
+	return bido_order__drain(machine->bido_join, args) ?: 1;
+}
+
+/*
+ * A record's turn: just before the first sample of its thread still held
+ * in the order (all held samples of a thread are of its entry), so that
+ * its maps are in when that sample resolves; or at the end of the order,
+ * or at once.
+ */
+static int bido_order__record(struct bido_join_args *args, union perf_event *event,
+			      struct perf_sample *sample)
+{
+	struct machine *machine = args->machine;
+	struct bido_slot *before = NULL;
+	struct bido_thread *bt;
+	struct bido_held *held;
+
+	if (!bido_order__waiting(machine, args))
+		return args->ops->record(event, sample, machine, args->data);
+	bt = bido_join__thread(machine->bido_join, event->build_id_offset.tid, /*create=*/false);
+	if (bt) {
+		list_for_each_entry(held, &bt->held, node) {
+			if (held->slot) {
+				before = held->slot;
+				break;
+			}
+		}
+	}
+	if (bido_order__put(machine->bido_join, NULL, before, machine, NULL, event, false))
+		return 0;
+	args->stats->nr_bido_unordered++;
+	return args->ops->record(event, sample, machine, args->data);
+}
+
+/* Deliver the waiting events, at the end: nothing is held any more */
+static int bido_order__flush(struct machine *machine, struct bido_join_args *args)
+{
+	struct bido_join *join = bido_order__join(machine, args);
+	struct bido_slot *slot, *n;
+	int err;
+
+	if (!join)
+		return 0;
+	err = bido_order__drain(join, args);
+	if (err || list_empty(&join->order))
+		return err;
+	/* Held by no one: should not be */
+	list_for_each_entry_safe(slot, n, &join->order, node) {
+		if (!slot->event) {
+			args->stats->nr_bido_unordered++;
+			bido_slot__cancel(slot);
+		}
+	}
+	return bido_order__drain(join, args);
+}
+
 /**
- * bido_held__deliver - parse a held sample again and hand it to @fn
+ * bido_held__deliver - parse a held sample again and hand it on
  *
  * Counts it in @stats if it goes out unresolved: without its record
  * (!joined), or of the program before an exec (held->mm_changed).  Then
  * none of its user addresses resolve against the thread's maps, which are
  * those of other records, maybe of a later address space or program.
  */
-static int bido_held__deliver(struct bido_held *held, bool joined, struct machine *machine,
-			      struct events_stats *stats, bido_sample_fn fn, void *data)
+static int bido_held__deliver(struct bido_held *held, bool joined, struct bido_join_args *args)
 {
-	struct thread *thread = NULL;
+	struct events_stats *stats = args->stats;
 	struct perf_sample sample;
 	int ret;
 
@@ -446,48 +793,94 @@ static int bido_held__deliver(struct bido_held *held, bool joined, struct machin
 		pr_err("Can't parse sample, err = %d\n", ret);
 		return ret;
 	}
-	if (!joined || held->mm_changed) {
-		thread = machine__findnew_thread(machine, sample.pid, sample.tid);
-		if (thread)
-			thread__set_bido_unresolved(thread, true);
-	}
-	ret = fn(held->evsel, held->event, &sample, machine, data);
-	if (thread) {
-		thread__set_bido_unresolved(thread, false);
-		thread__put(thread);
-	}
-	return ret;
+	return bido_order__sample(args, held->slot, held->evsel, held->event, &sample,
+				  !joined || held->mm_changed);
 }
-
-/* Where the samples the join delivers go */
-struct bido_join_args {
-	struct machine			*machine;
-	struct events_stats		*stats;
-	const struct bido_join_ops	*ops;
-	void				*data;
-};
 
 static int bido_join__deliver(struct bido_held *held, bool joined, void *data)
 {
-	struct bido_join_args *args = data;
+	return bido_held__deliver(held, joined, data);
+}
 
-	return bido_held__deliver(held, joined, args->machine, args->stats, args->ops->sample,
-				  args->data);
+/*
+ * A sample goes on, from the session or from the deferred callchain join
+ * (@slot: its place in the order, if it has one): to its build-ID offset
+ * record, or to the tool.  1 if taken, 0 if the caller delivers it now.
+ */
+static int bido_join__sample(struct bido_join_args *args, struct bido_slot *slot,
+			     struct evsel *evsel, union perf_event *event,
+			     struct perf_sample *sample)
+{
+	const struct bido_join_ops *ops = args->ops;
+	int ret;
+
+	if (ops->bido) {
+		ret = bido_join__hold(args->machine, evsel, event, sample, args->stats, slot,
+				      !!ops->event, bido_join__deliver, args);
+		if (ret)
+			return ret;
+	}
+	if (!slot && !bido_order__waiting(args->machine, args))
+		return 0;
+	return bido_order__sample(args, slot, evsel, event, sample, /*unresolved=*/false) ?: 1;
+}
+
+/* A sample held for its deferred callchain goes on, merged or not */
+static int bido_join__deferred(struct evsel *evsel, union perf_event *event,
+			       struct perf_sample *sample, bool merged, struct bido_slot *slot,
+			       void *data)
+{
+	struct bido_join_args *args = data;
+	int ret;
+
+	if (!merged)
+		args->stats->nr_deferred_unmerged++;
+	ret = bido_join__sample(args, slot, evsel, event, sample);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	return args->ops->sample(evsel, event, sample, args->machine, args->data);
+}
+
+/* A sample arrives: its deferred callchain first, then its record */
+static int bido_join__arrive(struct bido_join_args *args, struct evsel *evsel,
+			     union perf_event *event, struct perf_sample *sample)
+{
+	struct bido_slot *slot;
+	int ret;
+
+	if (args->ops->deferred && sample->deferred_callchain) {
+		slot = args->ops->event ? bido_order__reserve(args->machine) : NULL;
+		if (args->ops->event && !slot)
+			args->stats->nr_bido_unordered++;
+		ret = deferred_join__hold(args->machine, evsel, event, sample, slot,
+					  bido_join__deferred, args);
+		if (ret)
+			return ret;
+		/* Not kept: no memory */
+		bido_slot__cancel(slot);
+	}
+	return bido_join__sample(args, NULL, evsel, event, sample);
 }
 
 /**
- * bido_join__event - the join's part in an event of @machine
+ * bido_join__event - the joins' part in an event of @machine
  *
  * For the tools that see events in time order (report, script, inject,
- * top), before their own processing of each event.  A sample of an event
- * with PERF_SAMPLE_BUILD_ID_OFFSET waits for its record, then goes to
- * @ops->sample (see bido_join__hold()).  At a record, the thread's samples
- * of older entries go out unresolved, @ops->record puts its maps in, and
- * its own samples go out.  At an exec (COMM) or an EXIT, the samples the
+ * top), before their own processing of each event.  With @ops->deferred a
+ * sample with a deferred callchain waits for its CALLCHAIN_DEFERRED (see
+ * util/callchain-deferred.c), with @ops->bido a sample of an event with
+ * PERF_SAMPLE_BUILD_ID_OFFSET for its record (see bido_join__hold());
+ * then it goes to @ops->sample.  At a record, the thread's samples of
+ * older entries go out unresolved, @ops->record puts its maps in, and its
+ * own samples go out.  At an exec (COMM) or an EXIT, the samples the
  * thread still waits with go out.  Counted in @stats.
  *
+ * With @ops->event, every event waits behind the held samples before it,
+ * to go to the tool in time order: samples to @ops->sample, records to
+ * @ops->record or, if they waited, with the other events to @ops->event.
+ *
  * Returns 1 if the join took the event (the caller is done with it), 0 if
- * the caller processes it as usual, or a negative error.
+ * the caller processes it as usual, now, or a negative error.
  */
 int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_event *event,
 		     struct perf_sample *sample, struct events_stats *stats,
@@ -497,32 +890,54 @@ int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_ev
 	struct bido_join_args args = {
 		.machine = machine, .stats = stats, .ops = ops, .data = data,
 	};
+	u32 tid;
 	int ret;
 
 	switch (event->header.type) {
 	case PERF_RECORD_SAMPLE:
-		return bido_join__hold(machine, evsel, event, sample, stats, bido_join__deliver,
-				       &args);
+		return bido_join__arrive(&args, evsel, event, sample);
 	case PERF_RECORD_BUILD_ID_OFFSET:
+		if (!ops->bido)
+			break;
 		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_join__deliver,
 					      &args);
 		if (!ret)
-			ret = ops->record(event, sample, machine, data);
+			ret = bido_order__record(&args, event, sample);
 		if (!ret)
 			ret = bido_join__record_end(machine, bido->tid, bido->cookie, bido->flags,
 						    bido_join__deliver, &args);
 		return ret ?: 1;
+	case PERF_RECORD_CALLCHAIN_DEFERRED:
+		if (!ops->deferred)
+			break;
+		ret = deferred_join__record(machine, event, sample, bido_join__deferred, &args);
+		if (ret)
+			return ret;
+		break;
 	case PERF_RECORD_COMM:
-		if (!(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
-			return 0;
-		return bido_join__end_thread(machine, event->comm.tid, /*exec=*/true,
-					    bido_join__deliver, &args);
 	case PERF_RECORD_EXIT:
-		return bido_join__end_thread(machine, event->fork.tid, /*exec=*/false,
-					    bido_join__deliver, &args);
+		if (event->header.type == PERF_RECORD_COMM &&
+		    !(event->header.misc & PERF_RECORD_MISC_COMM_EXEC))
+			break;
+		/*
+		 * Samples of the old program still held go out now, before
+		 * the exec replaces the thread's maps: none will come that
+		 * covers them in the new program.
+		 */
+		tid = event->header.type == PERF_RECORD_COMM ? event->comm.tid : event->fork.tid;
+		ret = ops->deferred ? deferred_join__end_thread(machine, tid, bido_join__deferred,
+								&args) : 0;
+		if (!ret && ops->bido)
+			ret = bido_join__end_thread(machine, tid,
+						    event->header.type == PERF_RECORD_COMM,
+						    bido_join__deliver, &args);
+		if (ret)
+			return ret;
+		break;
 	default:
-		return 0;
+		break;
 	}
+	return bido_order__event(&args, event);
 }
 
 /* The end of the session: nothing more will come */
@@ -532,31 +947,37 @@ int bido_join__flush(struct machine *machine, struct events_stats *stats,
 	struct bido_join_args args = {
 		.machine = machine, .stats = stats, .ops = ops, .data = data,
 	};
-	struct bido_join *join = machine->bido_join;
+	struct bido_join *join;
 	struct bido_held *held;
-	int err;
+	int err = 0;
 
-	if (!join)
-		return 0;
-	while (!list_empty(&join->held)) {
+	/* First the deferred callchains: their samples may go on to be held */
+	if (ops->deferred)
+		err = deferred_join__flush(machine, bido_join__deferred, &args);
+	join = machine->bido_join;
+	while (!err && join && !list_empty(&join->held)) {
 		held = list_first_entry(&join->held, struct bido_held, age);
 		err = bido_join__release(join, held, /*joined=*/false, bido_join__deliver, &args);
-		if (err)
-			return err;
 	}
-	return 0;
+	return err ?: bido_order__flush(machine, &args);
 }
 
 void bido_join__delete(struct machine *machine)
 {
 	struct bido_join *join = machine->bido_join;
 	struct hashmap_entry *cur;
+	struct bido_slot *slot, *n;
 	size_t bkt;
 
 	if (!join)
 		return;
 	pr_debug("build-ID offset: %zu build-IDs indexed, %" PRIu64 " scans of the DSOs\n",
 		 hashmap__size(join->dsos), join->nr_dso_scans);
+	/* Their holders, here or in the deferred join, keep no pointer to them */
+	list_for_each_entry_safe(slot, n, &join->order, node) {
+		free(slot->event);
+		bido_slot__cancel(slot);
+	}
 	while (!list_empty(&join->held))
 		bido_held__delete(join, list_first_entry(&join->held, struct bido_held, age));
 	hashmap__for_each_entry(join->threads, cur, bkt)
@@ -1997,7 +2418,9 @@ int bido_live__event(struct machine *machine, struct bido_namer *namer, struct e
 		     union perf_event *event, struct perf_sample *sample,
 		     struct events_stats *stats, bido_sample_fn fn, void *data)
 {
-	const struct bido_join_ops ops = { .sample = fn, .record = bido_live__record, };
+	const struct bido_join_ops ops = {
+		.sample = fn, .record = bido_live__record, .bido = true,
+	};
 	int ret;
 
 	/*

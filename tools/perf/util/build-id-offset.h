@@ -30,7 +30,21 @@ struct bido_join_ops {
 	/* The tool's processing of a record: its maps go in */
 	int		(*record)(union perf_event *event, struct perf_sample *sample,
 				  struct machine *machine, void *data);
+	/*
+	 * The tool's processing of any other event, or of a record, that
+	 * waited behind held samples; NULL: no waiting, no time order
+	 */
+	int		(*event)(union perf_event *event, struct machine *machine, void *data);
+	/* Samples wait for their build-ID offset record, deferred callchain */
+	bool		bido;
+	bool		deferred;
 };
+
+/* A sample's place in the order of events (see bido_join__event()) */
+struct bido_slot;
+
+void bido_slot__hold(struct bido_slot *slot, struct bido_slot **owner);
+void bido_slot__cancel(struct bido_slot *slot);
 
 int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_event *event,
 		     struct perf_sample *sample, struct events_stats *stats,

@@ -21,6 +21,9 @@
  * arrives (the task went back to user space since), those of a thread
  * that exits or execs, and those still held at the end.  Past 64 MiB of
  * held samples the oldest go the same way.
+ *
+ * A held sample keeps its place in the order of events (struct
+ * bido_slot, see util/build-id-offset.c), which it hands on with itself.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include <linux/zalloc.h>
 #include <perf/event.h>
 
+#include "build-id-offset.h"
 #include "callchain-deferred.h"
 #include "debug.h"
 #include "event.h"
@@ -48,6 +52,7 @@ struct deferred_held {
 	struct evsel		*evsel;
 	union perf_event	*event;
 	u64			 cookie;
+	struct bido_slot	*slot;
 };
 
 struct deferred_thread {
@@ -157,7 +162,8 @@ static union perf_event *deferred__merge(struct evsel *evsel, union perf_event *
 
 /* Hand one sample on, merged with @ips or stripped of its cookie */
 static int deferred__deliver(struct evsel *evsel, union perf_event *event, const u64 *ips,
-			     u64 nr, bool merged, deferred_deliver_fn deliver, void *data)
+			     u64 nr, bool merged, struct bido_slot *slot,
+			     deferred_deliver_fn deliver, void *data)
 {
 	union perf_event *out = deferred__merge(evsel, event, ips, nr);
 	struct perf_sample sample;
@@ -168,7 +174,7 @@ static int deferred__deliver(struct evsel *evsel, union perf_event *event, const
 		out = event;
 	ret = evsel__parse_sample(evsel, out, &sample);
 	if (!ret)
-		ret = deliver(evsel, out, &sample, merged && out != event, data);
+		ret = deliver(evsel, out, &sample, merged && out != event, slot, data);
 	else
 		pr_err("Can't parse sample, err = %d\n", ret);
 	if (out != event)
@@ -181,6 +187,7 @@ static void deferred_held__delete(struct deferred_join *join, struct deferred_he
 	list_del(&held->node);
 	list_del(&held->age);
 	join->held_bytes -= held->event->header.size;
+	bido_slot__cancel(held->slot);
 	free(held->event);
 	free(held);
 }
@@ -193,13 +200,21 @@ static int deferred_thread__release(struct deferred_join *join, struct deferred_
 	struct deferred_held *held, *n;
 	int err = 0;
 
+	/*
+	 * The samples a thread holds are of one entry: the others went when
+	 * it was held.  A look at the first will do, or each sample of an
+	 * entry would walk those before it.
+	 */
+	if (!all && !list_empty(&dt->held) &&
+	    list_first_entry(&dt->held, struct deferred_held, node)->cookie == cookie)
+		return 0;
 	list_for_each_entry_safe(held, n, &dt->held, node) {
 		bool match = ips && held->cookie == cookie;
 
 		if (!match && !all && held->cookie == cookie)
 			continue;
 		err = deferred__deliver(held->evsel, held->event, match ? ips : NULL,
-					match ? nr : 0, match, deliver, data);
+					match ? nr : 0, match, held->slot, deliver, data);
 		deferred_held__delete(join, held);
 		if (err)
 			break;
@@ -215,7 +230,7 @@ static int deferred_join__release_oldest(struct deferred_join *join, size_t keep
 		struct deferred_held *held = list_first_entry(&join->held,
 							      struct deferred_held, age);
 		int err = deferred__deliver(held->evsel, held->event, NULL, 0,
-					    /*merged=*/false, deliver, data);
+					    /*merged=*/false, held->slot, deliver, data);
 
 		deferred_held__delete(join, held);
 		if (err)
@@ -229,12 +244,13 @@ static int deferred_join__release_oldest(struct deferred_join *join, size_t keep
  *
  * Returns 1 if the sample was taken (delivered now with the thread's last
  * record, or later through @deliver), 0 if the caller delivers it as it
- * is (no memory to keep it), a negative error from @deliver.  Only for
- * sessions that deliver in time order.
+ * is (no memory to keep it), a negative error from @deliver.  @slot, the
+ * sample's place in the order of events (or NULL), goes with it to
+ * @deliver.  Only for sessions that deliver in time order.
  */
 int deferred_join__hold(struct machine *machine, struct evsel *evsel,
 			union perf_event *event, struct perf_sample *sample,
-			deferred_deliver_fn deliver, void *data)
+			struct bido_slot *slot, deferred_deliver_fn deliver, void *data)
 {
 	struct deferred_join *join = machine__deferred_join(machine);
 	struct deferred_thread *dt;
@@ -250,7 +266,7 @@ int deferred_join__hold(struct machine *machine, struct evsel *evsel,
 	/* Taken after its entry's record was written */
 	if (dt->last_cookie && dt->last_cookie == sample->deferred_cookie) {
 		err = deferred__deliver(evsel, event, dt->last_ips, dt->last_nr,
-					/*merged=*/true, deliver, data);
+					/*merged=*/true, slot, deliver, data);
 		return err ? err : 1;
 	}
 
@@ -270,6 +286,7 @@ int deferred_join__hold(struct machine *machine, struct evsel *evsel,
 	}
 	held->evsel = evsel;
 	held->cookie = sample->deferred_cookie;
+	bido_slot__hold(slot, &held->slot);
 	list_add_tail(&held->node, &dt->held);
 	list_add_tail(&held->age, &join->held);
 	join->held_bytes += event->header.size;

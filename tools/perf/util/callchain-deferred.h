@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+struct bido_slot;
 struct evsel;
 struct machine;
 struct perf_sample;
@@ -15,11 +16,12 @@ union perf_event;
  * (merged) or not (the record never came: lost, or perf stopped first).
  */
 typedef int (*deferred_deliver_fn)(struct evsel *evsel, union perf_event *event,
-				   struct perf_sample *sample, bool merged, void *data);
+				   struct perf_sample *sample, bool merged,
+				   struct bido_slot *slot, void *data);
 
 int deferred_join__hold(struct machine *machine, struct evsel *evsel,
 			union perf_event *event, struct perf_sample *sample,
-			deferred_deliver_fn deliver, void *data);
+			struct bido_slot *slot, deferred_deliver_fn deliver, void *data);
 int deferred_join__record(struct machine *machine, union perf_event *event,
 			  struct perf_sample *sample, deferred_deliver_fn deliver, void *data);
 int deferred_join__end_thread(struct machine *machine, u32 tid,

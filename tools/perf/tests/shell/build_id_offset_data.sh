@@ -42,7 +42,10 @@ fi
 # 200 and a map that ends before it starts), "cut" a sample cut short,
 # "br" branch stacks on every sample, "many" 2000 more samples, each with
 # a record of a build-ID of its own, "late" the header build-ID of
-# BIDO_NAME only after an MMAP2 of it and a record of another build-ID.  BIDO_BID and BIDO_NAME
+# BIDO_NAME only after an MMAP2 of it and a record of another build-ID,
+# "order" another task's samples, records and COMM between a sample and
+# its record, and kernel samples, "entry" BIDO_N samples of one kernel
+# entry, then its record.  BIDO_BID and BIDO_NAME
 # (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
 # file offsets in the first map, the branches' sources and targets.
@@ -58,6 +61,8 @@ cut = sys.argv[3] == "cut"
 br = sys.argv[3] == "br"
 many = sys.argv[3] == "many"
 late = sys.argv[3] == "late"
+order = sys.argv[3] == "order"
+entry = int(os.environ.get("BIDO_N", "0")) if sys.argv[3] == "entry" else 0
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
 name = os.environ.get("BIDO_NAME", "").encode()
@@ -147,6 +152,36 @@ if bad:
     out += bido(5002, 0x4444, 0, [(0x400000, 0x402000, 0, b"long", 0),
                                   (0x500000, 0x400000, 0, bid1, 0),
                                   (0x600000, 0x602000, 0, bid1, 0)])
+if order:
+    # Task 4242 samples at 6000 in an entry whose record comes at 6010;
+    # meanwhile task 4343 is sampled, gets its records, is renamed and is
+    # sampled without a cookie; kernel samples (misc 1) of both
+    def sample_of(tid_, ip, time, cookie, misc=2):
+        body = struct.pack(E + "QIIQ", ip, tid_, tid_, time) + struct.pack(E + "Q", cookie)
+        return rec(9, misc, body)
+    def bido_of(tid_, time, cookie, start, bid):
+        body = struct.pack(E + "IIQII", tid_, tid_, cookie, 1, 0)
+        body += struct.pack(E + "QQQBBH", start, start + 0x2000, 0, 20, 0, 0) + bid
+        return rec(23, 2, body + struct.pack(E + "IIQ", tid_, tid_, time))
+    bid2 = bytes(range(41, 61))
+    out += sample_of(4242, 0x401800, 6000, 0x5555)
+    out += sample_of(4343, 0x601100, 6001, 0x6666)
+    out += sample_of(4242, 0xffffffff81001000, 6002, 0x5555, 1)
+    out += bido_of(4343, 6003, 0x6666, 0x600000, bid2)
+    out += sample_of(4343, 0x601200, 6004, 0x6666)
+    comm = b"bido_order\0\0\0\0\0\0"
+    out += rec(3, 0, struct.pack(E + "II", 4343, 4343) + comm + sample_id(4343, 6005))
+    out += sample_of(4343, 0x601300, 6006, 0)
+    out += sample_of(4343, 0x601400, 6007, 0x7777)
+    out += sample_of(4343, 0xffffffff81002000, 6008, 0x7777, 1)
+    out += bido_of(4343, 6009, 0x7777, 0x600000, bid2)
+    out += bido_of(4242, 6010, 0x5555, 0x400000, bid1)
+    out += sample_of(4242, 0x401900, 6011, 0x5555)
+    # A kernel sample whose record never comes: nothing to wait for
+    out += sample_of(4343, 0xffffffff81003000, 6012, 0x8888, 1)
+if entry:
+    out += b"".join(sample(0x401000 + i % 0x1000, 20000 + i, 0x9999) for i in range(entry))
+    out += bido(20000 + entry, 0x9999, 0, [(0x400000, 0x402000, 0, bid1, 0)])
 if cut:
     out += rec(9, 2, struct.pack(E + "Q", 0x401700))
 for i in range(2000 if many else 0):
@@ -461,6 +496,84 @@ test_named_late() {
   expect "Named late" "401234 (/tmp/__perf_test.bido.late)"
 }
 
+# Held samples go to the tool in time order: task 4242's sample at 6000
+# waits for its record (6010) while task 4343's samples, records and COMM
+# come and go; perf script must print every time in order ('--deltatime'
+# no negative delta), with each task's samples resolved by its own
+# records.  Kernel samples are not held: the one whose record never comes
+# is not counted as without it.
+test_order() {
+  local times
+
+  echo "Samples in time order"
+  make_data le 0 order > "${data}"
+  perf script -i - --ns --show-task-events -F tid,time,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
+  times=$(grep -o ' [0-9]*\.[0-9]*: ' "${dump}" | tr -d ' :')
+  if [ "$(echo "${times}" | wc -l)" != 14 ] || [ "${times}" != "$(echo "${times}" | sort -n)" ]
+  then
+    echo "Order [Failed times out of order: $(echo "${times}" | tr '\n' ' ')]"
+    fail=1
+  fi
+  expect "Order" "401800 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1800"
+  expect "Order" "601100 buildid_off:292a2b2c2d2e2f303132333435363738393a3b3c+0x1100"
+  expect "Order" "601400 buildid_off:292a2b2c2d2e2f303132333435363738393a3b3c+0x1400"
+  expect "Order" "401900 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1900"
+  # The COMM at 6005 between the samples at 6004 and 6006
+  if ! grep -A1 ' 0\.000006004: ' "${dump}" | grep -q 'PERF_RECORD_COMM'
+  then
+    echo "Order [Failed COMM not after the sample at 6004: $(cat "${dump}")]"
+    fail=1
+  fi
+  perf script -i - --ns --deltatime -F time < "${data}" > "${dump}" 2> /dev/null
+  # A negative delta prints as some 18446744073 seconds
+  if [ "$(wc -l < "${dump}")" != 13 ] || grep -qv '^ *0\.[0-9]*: *$' "${dump}"
+  then
+    echo "Order [Failed --deltatime: $(tr '\n' ' ' < "${dump}")]"
+    fail=1
+  fi
+  perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Order stats" "BUILD_ID_OFFSET unjoined samples:          1"
+  expect "Order stats" "BUILD_ID_OFFSET no_cookie samples:          2"
+  expect "Order stats" "BUILD_ID_OFFSET unordered events:          0"
+}
+
+# perf report's time in milliseconds for $1 samples of one kernel entry,
+# all of which must be joined
+report_entry() {
+  local start
+
+  BIDO_N=$1 make_data le 0 entry > "${data}"
+  start=$(date +%s%N)
+  perf report -i - --stdio --sort dso < "${data}" > "${dump}" 2> /dev/null
+  echo $((($(date +%s%N) - start) / 1000000))
+  if [ "$(grep -c 'build-id:0102030405060708090a0b0c0d0e0f1011121314' "${dump}")" != 1 ]
+  then
+    echo "One entry [Failed $1 samples not joined: $(cat "${dump}")]" >&2
+  fi
+}
+
+# The samples of one kernel entry wait together for its record: each
+# new one must not walk those before it.  8 times the samples may take
+# 8 times as long (24 allowed), not 64 times.
+test_one_entry() {
+  local t1 t8
+
+  echo "Many samples of one kernel entry"
+  t1=$(report_entry 10000 2>&1)
+  t8=$(report_entry 80000 2>&1)
+  if ! [ "${t1}" -ge 0 ] 2> /dev/null || ! [ "${t8}" -ge 0 ] 2> /dev/null
+  then
+    echo "One entry [Failed ${t1} ${t8}]"
+    fail=1
+  elif [ "${t8}" -gt 3000 ] && [ "${t8}" -gt $((24 * t1)) ]
+  then
+    echo "One entry [Failed 10,000 samples in ${t1} ms, 80,000 in ${t8} ms]"
+    fail=1
+  else
+    echo "10,000 samples in ${t1} ms, 80,000 in ${t8} ms"
+  fi
+}
+
 # Records that are too short, claim a 200-byte build-ID or a map that
 # ends before it starts: counted and said, the rest of the file read, the
 # good map of a bad record used
@@ -526,6 +639,8 @@ run test_debug_only_dso
 run test_branch_stack
 run test_many_build_ids
 run test_named_late
+run test_order
+run test_one_entry
 run test_malformed le
 run test_malformed be
 run test_stop
