@@ -1536,7 +1536,7 @@ struct bido_namer {
 	struct machine		*machine;
 	struct mutex		 lock;		/* 'perf record --threads' */
 	struct hashmap		*scans;		/* struct mmap * -> struct bido_scan */
-	struct hashmap		*pids;		/* pid -> BIDO_PID_* */
+	struct hashmap		*pids;		/* pid -> BIDO_PID() */
 	struct hashmap		*files;		/* struct bido_file * -> itself */
 	struct hashmap		*tasks;		/* tid -> struct bido_task */
 	bido_named_fn		 named;
@@ -1556,12 +1556,21 @@ struct bido_namer {
 	/* The perf record summary: records and their flags, events lost */
 	u64			 nr_records, nr_truncated, nr_addrs_dropped;
 	u64			 nr_mm_changed, nr_lost;
+	/* Counts the processes added to @pids, see BIDO_PID() */
+	long			 pid_gen;
 };
 
 #define BIDO_PID_PENDING	1
 #define BIDO_PID_DONE		2
 /* A pass ran out of time in its files: the next ones name new pids first */
 #define BIDO_PID_PARTIAL	3
+/*
+ * What @pids holds for a process: its state, and which process of that
+ * pid it is, so that a pass naming files unlocked does not mark done a
+ * process that took the pid of the one it named meanwhile
+ */
+#define BIDO_PID(gen, state)	(((gen) << 2) | (state))
+#define BIDO_PID_STATE(v)	((v) & 3)
 
 static size_t bido_file_hash(long key, void *ctx __maybe_unused)
 {
@@ -1854,7 +1863,8 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 		memcpy(&pid, prefix + offsetof(struct perf_record_build_id_offset, pid),
 		       sizeof(pid));
 		if (pid && pid != (u32)-1 && !hashmap__find(namer->pids, pid, NULL))
-			hashmap__add(namer->pids, pid, BIDO_PID_PENDING);
+			hashmap__add(namer->pids, pid,
+				     BIDO_PID(++namer->pid_gen, BIDO_PID_PENDING));
 		break;
 	}
 	case PERF_RECORD_LOST: {
@@ -2261,19 +2271,24 @@ static int bido_namer__comms(struct bido_namer *namer)
 	return err;
 }
 
+/* A process whose files are still to name, and what @pids said of it */
+struct bido_pending {
+	pid_t	pid;
+	long	seen;
+};
+
 /*
  * The processes seen whose files are still to name, in a new array of
  * *nr: those not looked at yet first (a short-lived one must not wait
  * behind one with many files), then those a pass ran out of time in,
  * perf's own last (it maps some forty files and lives to the end)
  */
-static pid_t *bido_namer__pending(struct bido_namer *namer, size_t *nr)
+static struct bido_pending *bido_namer__pending(struct bido_namer *namer, size_t *nr)
 {
 	size_t n = hashmap__size(namer->pids);
 	static const long order[] = { BIDO_PID_PENDING, BIDO_PID_PARTIAL, };
-	pid_t self = getpid(), *pids;
+	struct bido_pending *pids, self = { .pid = getpid(), };
 	struct hashmap_entry *cur;
-	bool self_pending = false;
 	size_t bkt, i;
 
 	*nr = 0;
@@ -2282,15 +2297,15 @@ static pid_t *bido_namer__pending(struct bido_namer *namer, size_t *nr)
 		return NULL;
 	for (i = 0; i < ARRAY_SIZE(order); i++) {
 		hashmap__for_each_entry(namer->pids, cur, bkt) {
-			if (cur->value != order[i])
+			if (BIDO_PID_STATE(cur->value) != order[i])
 				continue;
-			if (cur->key == self)
-				self_pending = true;
+			if (cur->key == self.pid)
+				self.seen = cur->value;
 			else
-				pids[(*nr)++] = cur->key;
+				pids[(*nr)++] = (struct bido_pending){ cur->key, cur->value };
 		}
 	}
-	if (self_pending)
+	if (self.seen)
 		pids[(*nr)++] = self;
 	return pids;
 }
@@ -2302,25 +2317,31 @@ static pid_t *bido_namer__pending(struct bido_namer *namer, size_t *nr)
  * table of files and the counts of naming).  Returns 1 if out of time
  * with files of other processes than perf left, 0, or a negative error.
  */
-static int bido_namer__files(struct bido_namer *namer, const pid_t *pids, size_t nr,
-			     u64 deadline)
+static int bido_namer__files(struct bido_namer *namer, const struct bido_pending *pids,
+			     size_t nr, u64 deadline)
 {
 	pid_t self = getpid();
+	long now;
 	size_t i;
 	int ret;
 
 	for (i = 0; i < nr; i++) {
-		ret = bido_namer__name_pid(namer, pids[i], deadline);
+		ret = bido_namer__name_pid(namer, pids[i].pid, deadline);
 		if (ret < 0)
 			return ret;
 		mutex_lock(&namer->lock);
-		/* Unless its EXIT was read meanwhile: the pid may be reused */
-		if (hashmap__find(namer->pids, pids[i], NULL))
-			hashmap__update(namer->pids, pids[i],
-					ret ? BIDO_PID_PARTIAL : BIDO_PID_DONE, NULL, NULL);
+		/*
+		 * Unless its EXIT was read meanwhile, and maybe a record of a
+		 * new process with its pid after that: that one is still to
+		 * name
+		 */
+		if (hashmap__find(namer->pids, pids[i].pid, &now) && now == pids[i].seen)
+			hashmap__update(namer->pids, pids[i].pid,
+					BIDO_PID(now >> 2, ret ? BIDO_PID_PARTIAL : BIDO_PID_DONE),
+					NULL, NULL);
 		mutex_unlock(&namer->lock);
 		if (ret)
-			return pids[i] == self ? 0 : ret;
+			return pids[i].pid == self ? 0 : ret;
 	}
 	return 0;
 }
@@ -2340,7 +2361,7 @@ static int bido_namer__files(struct bido_namer *namer, const pid_t *pids, size_t
 int bido_namer__run(struct bido_namer *namer)
 {
 	u64 deadline = rdclock() + BIDO_NAME_BUDGET_NS;
-	pid_t *pids = NULL;
+	struct bido_pending *pids = NULL;
 	size_t nr = 0;
 	int err;
 
