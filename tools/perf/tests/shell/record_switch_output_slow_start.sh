@@ -5,13 +5,15 @@
 # perf record -a first reads the mappings of every task.  When that takes
 # longer than the --switch-output period, the first alarm came before
 # perf could switch, was dropped, and nothing armed the alarm again: one
-# file to the end.  Four processes with 60,000 executable mappings each
-# make the start-up long here (about 0.7 s on a 2-core build host, many
-# seconds under emulation); where it still takes less than 2.5 s from
-# perf's start to the workload's, of which perf's own set-up before it
-# arms the alarm can take 1.5 s under emulation, the test cannot tell and
-# says so.  --proc-map-timeout: the default stops
-# reading a process's mappings after 500 ms.
+# file to the end.  The test asks for one switch at least before the
+# last file (each switch reads every task again, as long as the start-up
+# took, so there is time for few).  Four processes with 60,000
+# executable mappings each make the start-up long (0.3-0.7 s on a 2-core
+# build host, 15 s under TCG); where it takes less than 2.5 s from perf's
+# start to the workload's (perf's own set-up before it arms the alarm
+# takes up to 1.5 s under TCG), the test cannot tell and says so.
+# --proc-map-timeout: by default perf stops reading a process's mappings
+# after 500 ms.
 
 set -e
 
@@ -112,7 +114,7 @@ if [ "${startup}" -lt 2500 ]
 then
   echo "${name} [Skipped start-up took ${startup} ms, too short to tell]"
   err=2
-elif [ "${files}" -lt 3 ]
+elif [ "${files}" -lt 2 ]
 then
   echo "${name} [Failed ${files} files in 5 s of recording after ${startup} ms of start-up]"
   tail -5 "${dir}/record.out"
