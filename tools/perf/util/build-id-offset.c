@@ -117,6 +117,9 @@ struct bido_held {
  */
 struct bido_slot {
 	struct list_head	 node;		/* bido_join::order */
+	/* bido_join::waiting while a held sample's, without its event */
+	struct list_head	 wait;
+	u32			 tid;		/* of that sample */
 	struct bido_slot	**owner;	/* the held sample's pointer to it */
 	struct machine		*machine;
 	struct evsel		*evsel;		/* of a sample; NULL: another event */
@@ -143,6 +146,8 @@ struct bido_join {
 	struct list_head	 held;		/* every held sample, oldest first */
 	size_t			 held_bytes;
 	struct list_head	 order;		/* struct bido_slot, in time order */
+	/* The slots of held samples, whichever join holds them */
+	struct list_head	 waiting;
 	size_t			 order_bytes;
 	bool			 ordering;	/* delivering from order */
 	struct hashmap		*dsos;		/* build-ID -> struct bido_dso */
@@ -218,6 +223,7 @@ static struct bido_join *machine__bido_join(struct machine *machine)
 	}
 	INIT_LIST_HEAD(&join->held);
 	INIT_LIST_HEAD(&join->order);
+	INIT_LIST_HEAD(&join->waiting);
 	machine->bido_join = join;
 	return join;
 }
@@ -265,6 +271,7 @@ void bido_slot__cancel(struct bido_slot *slot)
 	if (slot->owner)
 		*slot->owner = NULL;
 	list_del(&slot->node);
+	list_del(&slot->wait);
 	free(slot);
 }
 
@@ -363,7 +370,7 @@ static bool bido_sample__has_user(struct machine *machine, struct evsel *evsel,
 	       !machine__kernel_ip(machine, sample->addr);
 }
 
-static struct bido_slot *bido_order__reserve(struct machine *machine);
+static struct bido_slot *bido_order__reserve(struct machine *machine, u32 tid);
 
 /**
  * bido_join__hold - keep a sample until its record arrives
@@ -449,7 +456,7 @@ static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 	held->cookie = sample->bido_cookie;
 	held->tid = sample->tid;
 	if (!slot && order) {
-		slot = bido_order__reserve(machine);
+		slot = bido_order__reserve(machine, sample->tid);
 		if (!slot)
 			stats->nr_bido_unordered++;
 	}
@@ -585,8 +592,8 @@ static bool bido_order__waiting(struct machine *machine, const struct bido_join_
 	return args->ops->event && machine->bido_join && !list_empty(&machine->bido_join->order);
 }
 
-/* A place at the end of the order for a sample about to be held */
-static struct bido_slot *bido_order__reserve(struct machine *machine)
+/* A place at the end of the order for a sample of @tid about to be held */
+static struct bido_slot *bido_order__reserve(struct machine *machine, u32 tid)
 {
 	struct bido_join *join = machine__bido_join(machine);
 	struct bido_slot *slot = join ? zalloc(sizeof(*slot)) : NULL;
@@ -594,7 +601,9 @@ static struct bido_slot *bido_order__reserve(struct machine *machine)
 	if (!slot)
 		return NULL;
 	slot->machine = machine;
+	slot->tid = tid;
 	list_add_tail(&slot->node, &join->order);
+	list_add_tail(&slot->wait, &join->waiting);
 	return slot;
 }
 
@@ -667,7 +676,10 @@ static bool bido_order__put(struct bido_join *join, struct bido_slot *slot,
 			return false;
 		}
 		list_add_tail(&slot->node, before ? &before->node : &join->order);
+	} else {
+		list_del(&slot->wait);
 	}
+	INIT_LIST_HEAD(&slot->wait);
 	bido_slot__hold(slot, NULL);
 	slot->machine = machine;
 	slot->evsel = evsel;
@@ -720,25 +732,21 @@ static int bido_order__event(struct bido_join_args *args, union perf_event *even
  * A record's turn: just before the first sample of its thread still held
  * in the order (all held samples of a thread are of its entry), so that
  * its maps are in when that sample resolves; or at the end of the order,
- * or at once.
+ * or at once.  Held by either join: with deferred callchains the record
+ * comes while its samples still wait for their callchain.
  */
 static int bido_order__record(struct bido_join_args *args, union perf_event *event,
 			      struct perf_sample *sample)
 {
 	struct machine *machine = args->machine;
-	struct bido_slot *before = NULL;
-	struct bido_thread *bt;
-	struct bido_held *held;
+	struct bido_slot *before = NULL, *slot;
 
 	if (!bido_order__waiting(machine, args))
 		return args->ops->record(event, sample, machine, args->data);
-	bt = bido_join__thread(machine->bido_join, event->build_id_offset.tid, /*create=*/false);
-	if (bt) {
-		list_for_each_entry(held, &bt->held, node) {
-			if (held->slot) {
-				before = held->slot;
-				break;
-			}
+	list_for_each_entry(slot, &machine->bido_join->waiting, wait) {
+		if (slot->tid == event->build_id_offset.tid) {
+			before = slot;
+			break;
 		}
 	}
 	if (bido_order__put(machine->bido_join, NULL, before, machine, NULL, event, false))
@@ -849,7 +857,7 @@ static int bido_join__arrive(struct bido_join_args *args, struct evsel *evsel,
 	int ret;
 
 	if (args->ops->deferred && sample->deferred_callchain) {
-		slot = args->ops->event ? bido_order__reserve(args->machine) : NULL;
+		slot = args->ops->event ? bido_order__reserve(args->machine, sample->tid) : NULL;
 		if (args->ops->event && !slot)
 			args->stats->nr_bido_unordered++;
 		ret = deferred_join__hold(args->machine, evsel, event, sample, slot,
