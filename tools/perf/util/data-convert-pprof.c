@@ -911,6 +911,11 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 		goto out_deflate;
 	}
 	c.session = session;
+	/* The sample values are sized from the attrs, read before any event */
+	if (perf_data__is_pipe(&data)) {
+		pr_err("pprof output needs a perf.data file, not a pipe.\n");
+		goto out_session;
+	}
 
 	if (symbol__init(&session->header.env) < 0) {
 		pr_err("Symbol init error!\n");
@@ -919,6 +924,8 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 
 	callchain_param_setup(evlist__combined_sample_type(session->evlist),
 			      perf_env__arch(session->machines.host.env));
+	/* profile.proto: the leaf first, whatever call-graph.order says */
+	callchain_param.order = ORDER_CALLEE;
 
 	c.nr_values = 1 + session->evlist->core.nr_entries;
 	c.evsel_samples = calloc(session->evlist->core.nr_entries, sizeof(u64));
@@ -955,8 +962,13 @@ out_session:
 out_deflate:
 	deflateEnd(&c.zs);
 out:
-	if (c.fd >= 0)
-		close(c.fd);
+	if (c.fd >= 0 && close(c.fd) && !ret) {
+		pr_err("Error writing '%s': %s\n", output_name, strerror(errno));
+		ret = -1;
+	}
+	/* No half-written profile left for a backend to take */
+	if (ret && c.fd >= 0)
+		unlink(output_name);
 	pprof__exit(&c);
 	return ret;
 }
