@@ -45,6 +45,39 @@ fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+pop_pids=()
+# Start $1 tasks of the start-up population (four programs, or one for an
+# idle or tiny population), their "ready" lines in $2; their PIDs in
+# pop_pids.  Exits if they are not ready in 600 s.
+pop_start() {
+	local n=$1 out=$2 i k progs=(population population1 population2 population3)
+
+	pop_pids=()
+	[ "$pop_spin" -gt 0 ] && [ "$n" -ge 4 ] || progs=(population)
+	: >"$out"
+	for i in "${!progs[@]}"; do
+		k=$(( n / ${#progs[@]} + (i < n % ${#progs[@]}) ))
+		"./${progs[$i]}" -w "$pop_spin" "$k" >>"$out" &
+		pop_pids+=($!)
+	done
+	for _ in $(seq 600); do
+		[ "$(grep -c ready "$out")" -eq ${#progs[@]} ] && return 0
+		sleep 1
+	done
+	echo "population $n: not ready"
+	exit 1
+}
+
+pop_stop() {
+	local pid
+
+	for pid in "${pop_pids[@]}"; do
+		kill -TERM "$pid"
+		wait "$pid" 2>/dev/null || true
+	done
+	pop_pids=()
+}
+
 # One `perf record -a -- true`: all start-up (synthesis) and tear-down.
 # Prints "wall cpu bytes".
 startup_once() {
@@ -190,22 +223,12 @@ daemon_section() {
 	local n=${BENCH_DAEMON_TASKS:-4000} secs=${BENCH_DAEMON_SECS:-60}
 	local warm=${BENCH_DAEMON_WARM:-10}
 	local d=$w/daemon mode opts pid c0 c1 t0 t1 f0 f1 b0 b1 i k first
-	local progs=(population population1 population2 population3) pids=()
 	rm -rf "$d"
 	mkdir -p "$d"
 	[ -x ./population ] ||
 		cp -r "$harness_build"/obj/workloads/population* \
 			"$harness_build"/obj/workloads/pop "$w"/
-	: >"$d/pop.out"
-	for i in "${!progs[@]}"; do
-		k=$(( n / ${#progs[@]} + (i < n % ${#progs[@]}) ))
-		"./${progs[$i]}" -w "$pop_spin" "$k" >>"$d/pop.out" &
-		pids+=($!)
-	done
-	for _ in $(seq 600); do
-		[ "$(grep -c ready "$d/pop.out")" -eq ${#progs[@]} ] && break
-		sleep 1
-	done
+	pop_start "$n" "$d/pop.out"
 	echo "## perf daemon with per-second rotation"
 	echo
 	echo "\`perf daemon\` with one session, \`record -a -e cpu-clock -F 99 --switch-output=1s\`, alone or with \`--buildid-offset --synth=no\`, for $secs s after a $warm s warm-up, beside $n tasks of the start-up population ($(ls /proc | grep -c '^[0-9]') tasks in the guest). CPU: the session's perf record, utime + stime; share: of one CPU over the window; files and bytes: written in the window; first file: seconds from the start to the first rotated file."
@@ -262,10 +285,7 @@ daemon_section() {
 	     END { if (c["buildid-offset"] > 0)
 		printf "CPU share, default/ours: %.1fx.\n", c["default"] / c["buildid-offset"] }' data.txt
 	echo
-	for i in "${pids[@]}"; do
-		kill -TERM "$i"
-		wait "$i" 2>/dev/null || true
-	done
+	pop_stop
 }
 
 # perf top -a under load, started while the load runs: three tasks that
@@ -364,23 +384,7 @@ echo
 echo "| tasks in the guest | mode | wall s | CPU s | perf.data bytes |"
 echo "|---|---|---|---|---|"
 for n in $ns; do
-	pids=()
-	if [ "$n" -gt 0 ]; then
-		: >pop.out
-		progs=(population population1 population2 population3)
-		[ "$pop_spin" -gt 0 ] && [ "$n" -ge 4 ] || progs=(population)
-		for i in "${!progs[@]}"; do
-			k=$(( n / ${#progs[@]} + (i < n % ${#progs[@]}) ))
-			"./${progs[$i]}" -w "$pop_spin" "$k" >>pop.out &
-			pids+=($!)
-		done
-		for _ in $(seq 600); do
-			[ "$(grep -c ready pop.out)" -eq ${#progs[@]} ] && break
-			sleep 1
-		done
-		[ "$(grep -c ready pop.out)" -eq ${#progs[@]} ] ||
-			{ echo "population $n: not ready"; exit 1; }
-	fi
+	[ "$n" -gt 0 ] && pop_start "$n" pop.out
 	tasks=$(ls /proc | grep -c '^[0-9]')
 	# buildid-offset-task: with the comm of every task read at start
 	# (--synth=task), the alternative to comms read at first sample
@@ -414,10 +418,7 @@ for n in $ns; do
 		echo "| $tasks | $mode | $wall | $cpu | $drop1 | $drop5 |" >>top.txt
 		echo "DATA topstartup $n $tasks $mode $wall $cpu $drop1 $drop5" >>data.txt
 	done
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid"
-		wait "$pid" 2>/dev/null || true
-	done
+	pop_stop
 done
 echo
 awk '$2 == "startup" { c[$3 " " $5] = $7; b[$3 " " $5] = $8; if ($3 > m) m = $3 }
