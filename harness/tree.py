@@ -166,18 +166,54 @@ def new_files(blobs):
     return files
 
 
-def read_series():
+def read_series_files():
+    """[(patch, [new files it introduces])] from patches/series.
+
+    A line names a patch; the indented lines under it name the new files
+    (kept in the repo at their kernel paths) that the patch introduces.
+    """
     if not os.path.exists(SERIES):
         return []
-    names = []
+    entries = []
     with open(SERIES) as f:
         for line in f:
+            indented = line[:1].isspace()
             line = line.split("#", 1)[0].strip()
-            if line:
-                if not os.path.exists(os.path.join(PATCHES, line)):
-                    die(f"patches/series names {line}, which does not exist")
-                names.append(line)
-    return names
+            if not line:
+                continue
+            if indented:
+                if not entries:
+                    die(f"patches/series: {line} is under no patch")
+                entries[-1][1].append(line)
+                continue
+            if not os.path.exists(os.path.join(PATCHES, line)):
+                die(f"patches/series names {line}, which does not exist")
+            entries.append((line, []))
+    return entries
+
+
+def read_series():
+    return [p for p, _ in read_series_files()]
+
+
+def check_introduced(files):
+    """Every new file is introduced by exactly one patch of the series."""
+    seen = {}
+    for patch, new in read_series_files():
+        for path in new:
+            if path in seen:
+                die(f"patches/series: {path} is introduced by both "
+                    f"{seen[path]} and {patch}")
+            if path not in files:
+                die(f"patches/series: {patch} introduces {path}, which is "
+                    "not in the repo")
+            seen[path] = patch
+    lost = sorted(set(files) - set(seen))
+    if lost:
+        for path in lost:
+            print(f"tree: {path} is introduced by no patch", file=sys.stderr)
+        die("list each new file in patches/series, indented under the "
+            "first patch that needs it")
 
 
 def patch_files(patch):
@@ -253,7 +289,9 @@ def read_stage(stage, touched):
 
 def desired_state(blobs, series):
     """path -> (content or None, mode or None) for every file we manage."""
-    want = {p: (c, m) for p, (c, m) in new_files(blobs).items()}
+    files = new_files(blobs)
+    check_introduced(files)
+    want = {p: (c, m) for p, (c, m) in files.items()}
     patched, _ = apply_series(blobs, series)
     for path, content in patched.items():
         if path in want:
@@ -450,6 +488,9 @@ def cmd_refresh():
                     f.write(content)
                 os.chmod(dst, os.stat(full).st_mode & 0o777)
                 print(f"refresh: {path}")
+                if path not in repo_new:
+                    print(f"refresh: {path} is new: list it in "
+                          "patches/series under the patch that needs it")
             updated += 1
     for path in repo_new:
         if path not in changed and not os.path.exists(os.path.join(SRC, path)):
