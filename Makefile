@@ -157,7 +157,7 @@ check: build
 		$(if $(REPEAT),--repeat $(REPEAT))
 
 demo: build
-	@python3 harness/guest.py --run-dir $(BUILD)/guest/demo \
+	@python3 harness/qemu.py --run-dir $(BUILD)/guest/demo \
 		harness/demo.list
 	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
 		$(BUILD)/guest/demo/output.log | tr -d '\r'
@@ -189,12 +189,12 @@ bench: build bench-tools
 	@if [ -n "$(BENCH_ICOUNT)" ]; then \
 		ACCEL=icount GUEST_KERNEL=$(BENCH_KERNEL) \
 		GUEST_APPEND="BENCH_ONLY=$(BENCH_ICOUNT) BENCH_ICOUNT=1 $(GUEST_APPEND)" \
-		python3 harness/guest.py --run-dir $(BUILD)/guest/bench-icount \
+		python3 harness/qemu.py --run-dir $(BUILD)/guest/bench-icount \
 			harness/bench.list; fi
 	@if [ -n "$(BENCH_TCG)" ]; then \
 		GUEST_KERNEL=$(BENCH_KERNEL) \
 		GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(GUEST_APPEND)" \
-		python3 harness/guest.py --run-dir $(BUILD)/guest/bench \
+		python3 harness/qemu.py --run-dir $(BUILD)/guest/bench \
 			harness/bench.list; fi
 	@for r in $(BENCH_RUNS); do \
 		sed -n '/===== BEGIN bench/,/===== END bench/p' \
@@ -227,7 +227,7 @@ stress: build
 		printf 'stress/%s\t%s\texec\tbash @REPO@/harness/guest/stress.sh %s %s\n' \
 			$$p $$(($(DURATION) + 600)) $$p $(DURATION) >>$(BUILD)/stress.list; \
 	done
-	@GUEST_APPEND="kmemleak=on $(GUEST_APPEND)" python3 harness/guest.py \
+	@GUEST_APPEND="kmemleak=on $(GUEST_APPEND)" python3 harness/qemu.py \
 		--run-dir $(BUILD)/guest/stress $(BUILD)/stress.list
 
 # Run every `perf test` entry once in the guest and propose the list that
@@ -235,7 +235,7 @@ stress: build
 perf-test-survey: build
 	@printf 'perf-test-survey\t7000\texec\tbash @REPO@/harness/guest/perf-test-survey.sh 60\n' \
 		>$(BUILD)/survey.list
-	@python3 harness/guest.py --run-dir $(BUILD)/guest/survey \
+	@python3 harness/qemu.py --run-dir $(BUILD)/guest/survey \
 		$(BUILD)/survey.list
 	@python3 harness/perf_test_list.py $(BUILD)/guest/survey/output.log \
 		>$(BUILD)/20-perf-test.list

@@ -7,7 +7,7 @@ status is non-zero on any failure.
                           WARNING on each patch and each new file
   host/series             the series applies to the base with zero fuzz
   host/harness-selftest   the runner's judgement on made-up guest logs
-  guest/...               see harness/guest.py and harness/tests/*.list
+  guest/...               see harness/qemu.py and harness/tests/*.list
 
 --only NAME (repeatable) runs just the named guest tests; --repeat N
 with it runs each of them N times in a row in one boot (NAME#1..NAME#N),
@@ -23,11 +23,11 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import guest  # noqa: E402
+import qemu  # noqa: E402
 import tree   # noqa: E402
 
-REPO = guest.REPO
-BUILD = guest.BUILD
+REPO = qemu.REPO
+BUILD = qemu.BUILD
 SRC = os.path.join(BUILD, "src", "linux")
 LISTS = sorted(glob.glob(os.path.join(REPO, "harness", "tests", "*.list")))
 # The lists the second guest runs (see main()): about as long as the rest
@@ -56,8 +56,8 @@ def checkpatch(args, label, ignore=CHECKPATCH_IGNORE):
     for ln in bad + checks:
         print(f"    {ln}")
     if bad:
-        return guest.Result(label, "FAIL", f"{len(bad)} errors/warnings")
-    return guest.Result(label, "PASS",
+        return qemu.Result(label, "FAIL", f"{len(bad)} errors/warnings")
+    return qemu.Result(label, "PASS",
                         f"{len(checks)} CHECK notes" if checks else "")
 
 
@@ -78,7 +78,7 @@ def host_checks():
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "tree.py"), "check"],
                        capture_output=True, text=True, check=False)
-    results.append(guest.Result("host/series",
+    results.append(qemu.Result("host/series",
                                 "PASS" if r.returncode == 0 else "FAIL",
                                 r.stderr.strip().splitlines()[-1]
                                 if r.returncode else ""))
@@ -88,7 +88,7 @@ def host_checks():
     last = (r.stdout.strip().splitlines() or [""])[-1]
     if r.returncode:
         print(r.stdout)
-    results.append(guest.Result("host/harness-selftest",
+    results.append(qemu.Result("host/harness-selftest",
                                 "PASS" if r.returncode == 0 else "FAIL",
                                 last))
     for r in results:
@@ -110,14 +110,14 @@ def main():
         print("check: host checks")
         results += host_checks()
 
-    tests = guest.read_list(LISTS, args.only)
+    tests = qemu.read_list(LISTS, args.only)
     if args.repeat > 1:
         tests = [[f"{t[0]}#{i}", *t[1:]]
                  for t in tests for i in range(1, args.repeat + 1)]
     skipped = [t for t in tests if t[2] == "skip"]
     tests = [t for t in tests if t[2] != "skip"]
     for name, _, _, reason in skipped:
-        results.append(guest.Result(name, "SKIP", reason))
+        results.append(qemu.Result(name, "SKIP", reason))
 
     # Two guests at once, for hosts with cores to spare (on 2 cores they
     # slow each other about as much as they gain): the first runs every
@@ -129,9 +129,9 @@ def main():
 
     def run(key, lane, subdir):
         run_dir = os.path.join(BUILD, "guest", subdir)
-        lines, acc, timed_out, secs = guest.boot(
-            lane, run_dir, guest.run_timeout(lane), args.mem)
-        gres, splats, stray = guest.judge(lane, lines, run_dir, timed_out)
+        lines, acc, timed_out, secs = qemu.boot(
+            lane, run_dir, qemu.run_timeout(lane), args.mem)
+        gres, splats, stray = qemu.judge(lane, lines, run_dir, timed_out)
         print(f"check: guest {subdir} ran on {acc} in {secs:.0f}s",
               flush=True)
         if args.only or key == 2:
@@ -154,18 +154,18 @@ def main():
         else:
             # The runner itself failed (its traceback is above): no
             # test of that guest may pass unseen
-            results += [guest.Result(t[0], "FAIL", "the guest runner failed")
+            results += [qemu.Result(t[0], "FAIL", "the guest runner failed")
                         for t in lane]
     main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
     more = [runs[2]] if 1 in runs and 2 in runs else []
 
     print("\ncheck: results")
-    return guest.summarize(results, *main_run[1:], more_runs=more)
+    return qemu.summarize(results, *main_run[1:], more_runs=more)
 
 
 def second_guest_names():
     """The tests of SECOND_GUEST's lists."""
-    return {t[0] for t in guest.read_list(SECOND_GUEST, [])}
+    return {t[0] for t in qemu.read_list(SECOND_GUEST, [])}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Self-test of the guest runner's judgement, run by `make check` as
-host/harness-selftest: feed guest.judge() made-up channels and check that
+host/harness-selftest: feed qemu.judge() made-up channels and check that
 every kind of kernel splat fails the test it happened in (or
 guest/kernel-log outside any test), that a missing DONE or RESULT fails,
 and that KUnit's KTAP is read right.  No guest needed.
@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import guest  # noqa: E402
+import qemu  # noqa: E402
 
 TESTS = [["a", "60", "exec", "true"], ["b", "60", "exec", "true"]]
 KTAP = """\
@@ -50,7 +50,7 @@ def run(results, console):
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "console.log"), "w") as f:
             f.write(console)
-        res, _, _ = guest.judge(TESTS, results.splitlines(), d, False)
+        res, _, _ = qemu.judge(TESTS, results.splitlines(), d, False)
     return {r.name: r.status for r in res}
 
 

@@ -35,7 +35,7 @@
  * -d prints, instead of the tables, one line for the overhead plot:
  * "DATA overhead FREQ_HZ G% BIDO% DEFER_BIDO%", warm workload only.
  *
- * -i says that the guest counts instructions (harness/guest.py's icount
+ * -i says that the guest counts instructions (harness/qemu.py's icount
  * guest: one guest nanosecond per retired instruction), so CPU times are
  * printed as instructions, and with them the figures the goals are set
  * in: instructions per sample over "none", the sampling side against -g

@@ -17,7 +17,7 @@
 # BENCH_POP_SPIN (default 5000; 0: idle) the rounds of work each task of
 # the start-up population runs once a second.
 # BENCH_ICOUNT=1 says that this is the instruction-count guest
-# (harness/guest.py, ACCEL=icount): one vCPU whose clocks count retired
+# (harness/qemu.py, ACCEL=icount): one vCPU whose clocks count retired
 # instructions, one nanosecond each, so that every "s" below is 10^9
 # instructions, the same from run to run.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/bin/bash
 # `make stress`, inside the debug guest: long runs against the feature,
-# each printing what it did.  A kernel splat fails the run (guest.py reads
+# each printing what it did.  A kernel splat fails the run (harness/qemu.py reads
 # the kernel log); this script fails on anything it can count itself.
 #   stress.sh PART SECONDS      PART: kmemleak-clear | perf | fuzz | trinity | kmemleak
 #

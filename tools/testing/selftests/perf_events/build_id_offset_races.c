@@ -732,7 +732,7 @@ static int cookies_shared_by_tids(struct trace *t, int nr_sess, int *common)
  * second, so the test sets kernel.perf_event_max_sample_rate to @max_rate
  * (1000) for its run: the kernel must throttle the events every tick and
  * let them go at the next.  The work finishes (no livelock, no RCU stall:
- * guest.py fails the test on a stall in the kernel log), and the records
+ * a kernel log with a stall fails the run), and the records
  * are as exact as at any rate.  The limit is put back afterwards, also
  * when the kernel lowered it under load.
  *

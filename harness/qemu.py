@@ -13,7 +13,7 @@ line has failed.  A test fails if it says so, times out, or if the kernel
 log shows a splat while it ran; a splat outside every test fails the
 pseudo-test guest/kernel-log.
 
-usage: guest.py [--only NAME]... [--timeout S] [--run-dir DIR] LIST...
+usage: qemu.py [--only NAME]... [--timeout S] [--run-dir DIR] LIST...
 """
 
 import argparse
