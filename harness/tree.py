@@ -9,6 +9,8 @@ the patch series, and turn edits made inside that tree back into the repo.
                    touches, report fuzz or rejects, touch nothing
   tree.py refresh  turn edits made inside the tree into patches/ and new
                    files at their kernel paths
+  tree.py rediff   re-diff each patch against the tree the patches before
+                   it leave (after hunks were moved between patches by hand)
 
 The tree is a git repository whose commit tagged 'base' is the untouched
 Debian source, so 'git diff base' inside it shows everything we changed.
@@ -525,6 +527,36 @@ def cmd_refresh():
     print(f"refresh: {updated} repo files updated")
 
 
+def cmd_rediff():
+    """Re-diff every patch against the tree as the patches before it leave
+    it: after a hunk was moved between patches by hand, no hunk applies at
+    an offset and every header is exact.  The composed tree is unchanged."""
+    blobs = base_blobs()
+    series = read_series()
+    _, states = apply_series(blobs, series, snapshots=True)
+    changed = 0
+    for i, name in enumerate(series):
+        path_ = os.path.join(PATCHES, name)
+        with open(path_) as f:
+            text = f.read()
+        header, sections = split_patch(text)
+        for path in sections:
+            if i:
+                before = states[i - 1][path]
+            else:
+                before = base_content(path) if path in blobs else None
+            sections[path] = unified(path, before, states[i][path])
+        body = "".join(sections[p] for p in sorted(sections))
+        if not header.endswith("\n"):
+            header += "\n"
+        if header + body != text:
+            with open(path_, "w") as f:
+                f.write(header + body)
+            print(f"rediff: patches/{name}")
+            changed += 1
+    print(f"rediff: {changed} of {len(series)} patches rewritten")
+
+
 def git_ident():
     r = subprocess.run(["git", "-C", REPO, "var", "GIT_AUTHOR_IDENT"],
                        capture_output=True, text=True, check=False)
@@ -533,7 +565,8 @@ def git_ident():
 
 
 def main():
-    cmds = {"tree": cmd_tree, "check": cmd_check, "refresh": cmd_refresh}
+    cmds = {"tree": cmd_tree, "check": cmd_check, "refresh": cmd_refresh,
+            "rediff": cmd_rediff}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         die(f"usage: {sys.argv[0]} {{{'|'.join(cmds)}}}")
     cmds[sys.argv[1]]()
