@@ -40,7 +40,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
-.PHONY: all deps tree refresh series-check kernel perf perf-base perf-python libperf-examples \
+.PHONY: all deps tree refresh series-check format-patch series-bisect kernel perf perf-base perf-python libperf-examples \
 	selftests workloads pprof \
 	build check demo bench bench-tools stress perf-test-survey clean \
 	distclean
@@ -65,6 +65,20 @@ refresh: $(BUILD)/.deps
 
 series-check: build
 	@python3 harness/tree.py check
+
+# The series as mails for `git send-email`, in build/export/: a cover
+# letter (patches/cover-letter) and one mail per patch of patches/series,
+# each with the new files listed under it; then `git am` of the mails onto
+# a pristine base must give the tree `make tree` composes.
+format-patch: tree
+	@python3 harness/export.py format-patch
+	@python3 harness/export.py am-check
+
+# Build the kernel, perf and the perf_events selftests at every patch
+# boundary of the exported series (hours from cold; BISECT_FROM=N starts
+# at patch N, BISECT_PARTS=kernel,perf,selftests chooses what is built).
+series-bisect: format-patch
+	@PERF_FLAGS="$(PERF_FLAGS)" python3 harness/export.py bisect
 
 $(KOBJ)/.config: $(FRAGS) harness/kconfig.sh | tree
 	@sh harness/kconfig.sh $(SRC) $(KOBJ) $(addprefix $(REPO)/,$(FRAGS))

@@ -3,9 +3,13 @@
 guest boot.  The closing line is 'N passed, N failed, N skipped'; the exit
 status is non-zero on any failure.
 
-  host/checkpatch/<file>  scripts/checkpatch.pl --strict: no ERROR and no
-                          WARNING on each patch and each new file
   host/series             the series applies to the base with zero fuzz
+  host/export             `make format-patch` exports it as mails, and `git
+                          am` of them onto a pristine base gives the tree
+                          `make tree` composes (harness/export.py)
+  host/checkpatch/<mail>  scripts/checkpatch.pl --strict: no ERROR and no
+                          WARNING in each exported mail (its new files
+                          included)
   host/harness-selftest   the runner's judgement on made-up guest logs
   guest/...               see harness/qemu.py and harness/tests/*.list
 
@@ -35,24 +39,38 @@ SECOND_GUEST = [os.path.join(REPO, "harness", "tests", name)
                 for name in ("40-perf-test-long.list",
                              "45-second-guest-selftests.list")]
 
-# Types that are not errors for an out-of-tree series: new files need no
-# MAINTAINERS entry until the series is posted.
+# Types that are not errors in this series:
+# FILE_PATH_CHANGES: its last patch adds the MAINTAINERS entries of every
+# new file, so each earlier patch that adds one is told to.
 CHECKPATCH_IGNORE = "FILE_PATH_CHANGES"
 # perf's user-space code keeps its long option help strings split across
 # lines (e.g. perf script -F's list of fields); a patch that only touches
-# tools/perf may extend one
+# tools/ may extend one
 CHECKPATCH_IGNORE_PERF = CHECKPATCH_IGNORE + ",SPLIT_STRING"
-CHECKPATCH_FILES = re.compile(r"(\.[ch]|\.rst|/Kconfig[^/]*|/Makefile|/Build)$")
+# perf test reads a shell test's description from its second line, so
+# every perf shell test has its SPDX tag on the third.
+CHECKPATCH_SKIP = (("SPDX_LICENSE_TAG",
+                    re.compile(r"^tools/perf/tests/shell/.*\.sh$")),)
 
 
-def checkpatch(args, label, ignore=CHECKPATCH_IGNORE):
+def checkpatch(mail, label, ignore=CHECKPATCH_IGNORE):
     r = subprocess.run(
         ["perl", "scripts/checkpatch.pl", "--strict", "--no-summary",
-         "--terse", "--show-types", "--ignore", ignore, *args],
+         "--show-types", "--ignore", ignore, mail],
         cwd=SRC, capture_output=True, text=True, check=False)
-    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
-    bad = [ln for ln in lines if re.search(r": (ERROR|WARNING):", ln)]
-    checks = [ln for ln in lines if ": CHECK:" in ln]
+    bad, checks = [], []
+    for block in re.split(r"\n\s*\n", r.stdout):
+        m = re.match(r"(ERROR|WARNING|CHECK):(\w+): (.*)", block.strip())
+        if not m:
+            continue
+        level, kind, msg = m.groups()
+        f = re.search(r"FILE: (\S+?):(\d+):", block)
+        where = f"{f.group(1)}:{f.group(2)}" if f else "commit message"
+        if f and any(kind == k and rx.search(f.group(1))
+                     for k, rx in CHECKPATCH_SKIP):
+            continue
+        line = f"{where}: {level}:{kind}: {msg}"
+        (checks if level == "CHECK" else bad).append(line)
     for ln in bad + checks:
         print(f"    {ln}")
     if bad:
@@ -61,20 +79,37 @@ def checkpatch(args, label, ignore=CHECKPATCH_IGNORE):
                         f"{len(checks)} CHECK notes" if checks else "")
 
 
+def export_checks():
+    """Export the series, git am it onto a pristine base, checkpatch each
+    mail."""
+    results = []
+    for step in ("format-patch", "am-check"):
+        r = subprocess.run([sys.executable, os.path.join(
+            REPO, "harness", "export.py"), step],
+            capture_output=True, text=True, check=False)
+        if r.returncode:
+            print(r.stdout + r.stderr)
+            return [qemu.Result("host/export", "FAIL",
+                                (r.stderr.strip().splitlines() or
+                                 ["?"])[-1])]
+    results.append(qemu.Result("host/export", "PASS",
+                               r.stdout.strip().splitlines()[-1]))
+    out = os.path.join(BUILD, "export")
+    for mail in sorted(os.listdir(out)):
+        if not mail.endswith(".patch") or mail.startswith("0000-"):
+            continue
+        path = os.path.join(out, mail)
+        with open(path, errors="replace") as f:
+            touched = re.findall(r"^\+\+\+ b/(\S+)", f.read(), re.M)
+        tools_only = all(t.startswith("tools/") for t in touched)
+        results.append(checkpatch(path, f"host/checkpatch/{mail}",
+                                  CHECKPATCH_IGNORE_PERF if tools_only
+                                  else CHECKPATCH_IGNORE))
+    return results
+
+
 def host_checks():
     results = []
-    for name in tree.read_series():
-        perf_only = all(f.startswith("tools/perf/")
-                        for f in tree.patch_files(name))
-        results.append(checkpatch([os.path.join(REPO, "patches", name)],
-                                  f"host/checkpatch/patches/{name}",
-                                  CHECKPATCH_IGNORE_PERF if perf_only
-                                  else CHECKPATCH_IGNORE))
-    blobs = tree.base_blobs()
-    for path in sorted(tree.new_files(blobs)):
-        if CHECKPATCH_FILES.search("/" + path):
-            results.append(checkpatch(["-f", path],
-                                      f"host/checkpatch/{path}"))
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "tree.py"), "check"],
                        capture_output=True, text=True, check=False)
@@ -82,6 +117,8 @@ def host_checks():
                                 "PASS" if r.returncode == 0 else "FAIL",
                                 r.stderr.strip().splitlines()[-1]
                                 if r.returncode else ""))
+    if r.returncode == 0:
+        results += export_checks()
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "selftest.py")],
                        capture_output=True, text=True, check=False)

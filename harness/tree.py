@@ -160,6 +160,8 @@ def new_files(blobs):
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, REPO)
+                if JUNK.search(rel):
+                    continue
                 if rel in blobs:
                     die(f"{rel} exists upstream: change it with a patch "
                         "in patches/, not a copy")
