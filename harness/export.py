@@ -171,18 +171,17 @@ def write_cover(n):
         f.write(mail)
 
 
-def am_worktree():
-    """A worktree of the tree's repository at build/export/am, on base."""
-    if not os.path.isdir(os.path.join(AM, ".git")) and \
-            not os.path.isfile(os.path.join(AM, ".git")):
+def am_worktree(where=AM):
+    """A worktree of the tree's repository at WHERE, on base."""
+    if not os.path.exists(os.path.join(where, ".git")):
         os.makedirs(OUT, exist_ok=True)
         print("export: checking out the base in "
-              f"{os.path.relpath(AM, REPO)} (once, about a minute)")
+              f"{os.path.relpath(where, REPO)} (once, about a minute)")
         git("worktree", "prune")
-        git("worktree", "add", "--detach", AM, "base")
-    git("am", "--abort", cwd=AM, check=False)
-    git("checkout", "-q", "--detach", "-f", "base", cwd=AM)
-    git("clean", "-q", "-fdx", cwd=AM)
+        git("worktree", "add", "--detach", where, "base")
+    git("am", "--abort", cwd=where, check=False)
+    git("checkout", "-q", "--detach", "-f", "base", cwd=where)
+    git("clean", "-q", "-fdx", cwd=where)
 
 
 def cmd_am_check():
@@ -242,7 +241,9 @@ def cmd_bisect():
                         for d in ("kernel", "perf", "selftests"))
     for d in (kobj, pobj, sobj):
         os.makedirs(d, exist_ok=True)
-    am_worktree()
+    # A worktree of its own: am-check (make check) resets build/export/am
+    src = os.path.join(obj, "src")
+    am_worktree(src)
     jobs = str(os.cpu_count() or 2)
     cc = "ccache gcc" if subprocess.run(["sh", "-c", "command -v ccache"],
                                         capture_output=True).returncode == 0 \
@@ -260,7 +261,7 @@ def cmd_bisect():
                       c).split()
         parts = [p for p, rx in PARTS if p in parts_wanted and
                  (p not in built or any(rx.search(t) for t in touched))]
-        git("checkout", "-q", "--detach", "-f", c, cwd=AM)
+        git("checkout", "-q", "--detach", "-f", c, cwd=src)
         t0 = time.time()
         ok = True
         for part in parts:
@@ -268,19 +269,19 @@ def cmd_bisect():
             if part == "kernel":
                 ok = run_logged(["sh", os.path.join(REPO, "harness",
                                                     "kconfig.sh"),
-                                 AM, kobj, *frags], log) and \
-                    run_logged(["make", "-s", "-C", AM, f"O={kobj}",
+                                 src, kobj, *frags], log) and \
+                    run_logged(["make", "-s", "-C", src, f"O={kobj}",
                                 f"CC={cc}", f"-j{jobs}", "bzImage",
                                 "headers"], log)
             elif part == "perf":
                 ok = run_logged(["make", "-s", "-C",
-                                 os.path.join(AM, "tools/perf"),
+                                 os.path.join(src, "tools/perf"),
                                  f"O={pobj}", f"CC={cc}", f"-j{jobs}",
                                  *perf_flags], log)
             else:
                 hdr = os.path.join(kobj, "usr/include")
                 ok = run_logged(["make", "-s", "-C", os.path.join(
-                    AM, "tools/testing/selftests/perf_events"),
+                    src, "tools/testing/selftests/perf_events"),
                     f"OUTPUT={sobj}", f"KHDR_INCLUDES=-isystem {hdr}",
                     f"-j{jobs}"], log)
             if not ok:
