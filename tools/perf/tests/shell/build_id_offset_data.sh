@@ -12,6 +12,9 @@ set -e
 
 err=0
 fail=0
+# the build-ID of the made-up maps, and the head of their dumped records
+bid=0102030405060708090a0b0c0d0e0f1011121314
+bido="PERF_RECORD_BUILD_ID_OFFSET 4242/4242"
 data=$(mktemp /tmp/__perf_test.bido.XXXXX)
 injected=$(mktemp /tmp/__perf_test.bido.XXXXX)
 dump=$(mktemp /tmp/__perf_test.bido.XXXXX)
@@ -219,9 +222,12 @@ test_dump() {
   echo "perf report -D, ${order}"
   make_data "${order}" 0 > "${data}"
   perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
-  expect "Dump ${order}" "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
-  expect "Dump ${order}" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
-  expect "Dump ${order}" " ... map 1: [0x7f0000000000-0x7f0000004000) pgoff 0x2000 build_id - flags anon|no_build_id"
+  expect "Dump ${order}" \
+    "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
+  expect "Dump ${order}" \
+    " ... map 0: [0x400000-0x402000) pgoff 0 build_id ${bid} flags -"
+  expect "Dump ${order}" \
+    " ... map 1: [0x7f0000000000-0x7f0000004000) pgoff 0x2000 build_id - flags anon|no_build_id"
   expect "Dump ${order}" " .. build-ID offset cookie: 0x1111"
   expect_line "Dump ${order}" " .. build-ID offset cookie: 0"
   expect "Dump ${order}" "BUILD_ID_OFFSET events:          1"
@@ -233,7 +239,8 @@ test_bad_nr() {
   echo "A record claiming more maps than it holds, ${order}"
   make_data "${order}" 1000 > "${data}"
   perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
-  expect "Bad nr ${order}" "1002 0xe0 [0x90]: PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 1002 flags TRUNCATED (only 2 maps fit in the record)"
+  expect "Bad nr ${order}" \
+    "1002 0xe0 [0x90]: ${bido}: cookie 0x1111 nr 1002 flags TRUNCATED (only 2 maps fit in"
   expect "Bad nr ${order}" " ... map 1: [0x7f0000000000-0x7f0000004000)"
 }
 
@@ -242,7 +249,8 @@ test_script() {
   make_data be 0 > "${data}"
   perf script -i - -F tid,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
   # The IP's build-ID and offset (the sample is joined), then the cookie
-  expect "Script" "401234 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234 buildid_off:0x1111"
+  expect "Script" \
+    "401234 buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234 buildid_off:0x1111"
   # A sample without a cookie: no record was promised for it, so none of
   # its user addresses resolves (the thread's maps are other records')
   expect "Script" "401300 buildid_off:0"
@@ -252,7 +260,8 @@ test_script() {
     fail=1
   fi
   perf script -i - --show-build-id-offset-events < "${data}" > "${dump}" 2> /dev/null
-  expect "Script records" "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
+  expect "Script records" \
+    "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
 }
 
 test_inject() {
@@ -261,7 +270,8 @@ test_inject() {
   perf inject -i - -o "${injected}" < "${data}" 2> /dev/null
   perf report -D -i "${injected}" > "${dump}" 2> /dev/null
   expect "Inject" "PERF_RECORD_BUILD_ID_OFFSET 4242/4242: cookie 0x1111 nr 2 flags TRUNCATED"
-  expect "Inject" " ... map 0: [0x400000-0x402000) pgoff 0 build_id 0102030405060708090a0b0c0d0e0f1011121314 flags -"
+  expect "Inject" \
+    " ... map 0: [0x400000-0x402000) pgoff 0 build_id ${bid} flags -"
 }
 
 # perf inject -b and --buildid-all take the records' maps as they take
@@ -297,8 +307,10 @@ test_inject_mmap2() {
     return
   fi
   perf report -D -i "${injected}" > "${dump}" 2> /dev/null
-  expect_line "Inject mmap2 ${order}" "1000 0x68 [0x90]: PERF_RECORD_MMAP2 4242/4242: [0x400000(0x2000) @ 0 <0102030405060708090a0b0c0d0e0f1011121314>]: ---p [build-id:0102030405060708090a0b0c0d0e0f1011121314]"
-  expect "Inject mmap2 ${order}" "1000 0xf8 [0x20]: PERF_RECORD_SAMPLE(IP, 0x2): 4242/4242: 0x401234 period: 1 addr: 0"
+  local mmap2="1000 0x68 [0x90]: PERF_RECORD_MMAP2 4242/4242: [0x400000(0x2000) @ 0 <${bid}>]:"
+  expect_line "Inject mmap2 ${order}" "${mmap2} ---p [build-id:${bid}]"
+  expect "Inject mmap2 ${order}" \
+    "1000 0xf8 [0x20]: PERF_RECORD_SAMPLE(IP, 0x2): 4242/4242: 0x401234 period: 1 addr: 0"
   if grep -q "BUILD_ID_OFFSET\|build-ID offset cookie" "${dump}"
   then
     echo "Inject mmap2 ${order} [Failed build-ID offset record or cookie left]"
@@ -307,7 +319,8 @@ test_inject_mmap2() {
   for reader in perf ${PERF_BASE}
   do
     "${reader}" script -i "${injected}" -F tid,ip,dso > "${dump}" 2> /dev/null
-    expect "Inject mmap2 ${order}, ${reader} script" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314])"
+    expect "Inject mmap2 ${order}, ${reader} script" \
+      "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314])"
   done
 }
 
@@ -318,7 +331,8 @@ test_join() {
   echo "Samples joined with their record"
   make_data le 0 > "${data}"
   perf script -i - -F tid,ip,dso,buildid_off < "${data}" > "${dump}" 2> /dev/null
-  expect "Join" "401234 ([build-id:0102030405060708090a0b0c0d0e0f1011121314]) buildid_off:0102030405060708090a0b0c0d0e0f1011121314+0x1234 buildid_off:0x1111"
+  expect "Join" \
+    "401234 ([build-id:${bid}]) buildid_off:${bid}+0x1234 buildid_off:0x1111"
   perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
   expect "Join" "1 of 4 samples with a build-ID offset cookie came without"
 }
@@ -507,7 +521,8 @@ test_order() {
 
   echo "Samples in time order"
   make_data le 0 order > "${data}"
-  perf script -i - --ns --show-task-events -F tid,time,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
+  perf script -i - --ns --show-task-events -F tid,time,ip,buildid_off \
+    < "${data}" > "${dump}" 2> /dev/null
   times=$(grep -o ' [0-9]*\.[0-9]*: ' "${dump}" | tr -d ' :')
   if [ "$(echo "${times}" | wc -l)" != 14 ] || [ "${times}" != "$(echo "${times}" | sort -n)" ]
   then
@@ -584,7 +599,8 @@ test_malformed() {
   make_data "${order}" 0 bad > "${data}"
   perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
   expect "Malformed ${order}" "PERF_RECORD_BUILD_ID_OFFSET malformed: shorter than its fixed part"
-  expect "Malformed ${order}" "cookie 0x4444 nr 3 flags - malformed: a build-ID longer than 20 bytes"
+  expect "Malformed ${order}" \
+    "cookie 0x4444 nr 3 flags - malformed: a build-ID longer than 20 bytes"
   expect "Malformed ${order}" " ... map 0: [0x400000-0x402000) pgoff 0 build_id (200 bytes) flags -"
   perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
   expect "Malformed ${order}" "BUILD_ID_OFFSET malformed records:          2"

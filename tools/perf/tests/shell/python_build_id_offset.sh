@@ -24,7 +24,8 @@ then
   # Where the harness built the module, its absence is a failure
   if [ -n "${PERF_PYTHONPATH}" ]
   then
-    echo "Build-ID offset through perf's python binding [Failed no perf module in ${PERF_PYTHONPATH}]"
+    echo "Build-ID offset through perf's python binding" \
+         "[Failed no perf module in ${PERF_PYTHONPATH}]"
     exit 1
   fi
   echo "Build-ID offset through perf's python binding [Skipped no perf python module]"

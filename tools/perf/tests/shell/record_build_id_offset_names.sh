@@ -51,7 +51,7 @@ skip() {
 }
 
 fail() {
-  echo "Build-ID offset names [Failed $1]"
+  echo "Build-ID offset names [Failed $*]"
   err=1
 }
 
@@ -216,7 +216,8 @@ test_exited() {
          awk '/bidoname_spin/ { print $2; exit }')
   if [ "$(echo "${line}" | awk '{ print $2 }')" != bidoname ] || [ "${comm}" != bidoname ]
   then
-    fail "${what}: bidoname_spin's samples are not in bidoname: '${line}', comm '${comm}' (waited ${i} s)"
+    fail "${what}: bidoname_spin's samples are not in bidoname:" \
+         "'${line}', comm '${comm}' (waited ${i} s)"
     grep -a "build-ID offset" "${tmpdir}/exited.err"
   else
     echo "Build-ID offset names, ${what} [Success]"
@@ -266,7 +267,8 @@ test_switch() {
     files=$((files + 1))
     if [ "${n% *}" = 0 ] || [ "${n#* }" != 0 ]
     then
-      fail "switch: file ${files}: ${n% *} samples of the workload in bidoname, ${n#* } without comm or DSO name (waited ${i} s)"
+      fail "switch: file ${files}: ${n% *} samples of the workload in bidoname," \
+           "${n#* } without comm or DSO name (waited ${i} s)"
       perf script -i "${f}" -F comm,tid,dso,ip 2> /dev/null |
         awk -v t="${wpid_switch}" '$2 == t { print $1, $2, $NF }' | sort | uniq -c | head -3
     fi

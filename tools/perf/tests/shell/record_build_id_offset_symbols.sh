@@ -239,7 +239,8 @@ compare() {
   then
     echo "--- without"; cat "${tmpdir}/base.hist"
     echo "--- with --buildid-offset --synth=no"; cat "${tmpdir}/bido.hist"
-    perf report -i "${tmpdir}/bido.data" --stats 2> /dev/null | grep -i "BUILD_ID_OFFSET\|SAMPLE" || true
+    perf report -i "${tmpdir}/bido.data" --stats 2> /dev/null |
+      grep -i "BUILD_ID_OFFSET\|SAMPLE" || true
     echo "${what} [Failed top symbols differ]"
     err=1
     return
@@ -320,7 +321,8 @@ check_inject() {
     err=1
     return
   fi
-  echo "${what} [Success: $(wc -l < "${tmpdir}/conv.rep") lines${PERF_BASE:+, the same with ${PERF_BASE}}]"
+  echo "${what} [Success: $(wc -l < "${tmpdir}/conv.rep")" \
+       "lines${PERF_BASE:+, the same with ${PERF_BASE}}]"
 }
 
 record_both() {

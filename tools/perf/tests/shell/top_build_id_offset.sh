@@ -317,7 +317,7 @@ test_top() {
   wait_line "${tmpdir}/top.txt" "bidojit_spin *\$" || true
   wait_line "${tmpdir}/top.txt" "jit_spin *\$" || true
   stop_top top
-  if ! has_line "${tmpdir}/top.txt" bidojit bidojit bidojit_spin
+  if ! has_line "${tmpdir}/top.txt" bidojit "bidojit" bidojit_spin
   then
     fail "top: no 'bidojit bidojit bidojit_spin' line"
     grep -a "%" "${tmpdir}/top.txt" | tail -8
@@ -348,7 +348,8 @@ test_hide_user() {
   mkfifo "${tmpdir}/keys-u"
   exec 3<> "${tmpdir}/keys-u"
   # -v: the namer says at the end how many processes' records it saw
-  LINES=60 COLUMNS=400 perf top -v --stdio --buildid-offset -U -e cpu-clock -d 1 -E 40 --sort comm,dso \
+  LINES=60 COLUMNS=400 perf top -v --stdio --buildid-offset -U -e cpu-clock -d 1 -E 40 \
+       --sort comm,dso \
        <&3 > "${tmpdir}/top-u.txt" 2> "${tmpdir}/top-u.err" &
   tpid=$!
   if ! wait_for "${tmpdir}/top-u.txt" PerfTop "${tpid}"
