@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The build-ID offset namer of perf record (util/build-id-offset.c), fed
- * made-up ring buffer data: what --switch-output carries into a new file.
+ * The build-ID offset namer of perf record (util/build-id-offset-namer.c),
+ * fed made-up ring buffer data: what --switch-output carries into a new
+ * file.
  */
 #include <linux/perf_event.h>
 #include <linux/zalloc.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "build-id-offset.h"
+#include "build-id-offset-namer.h"
 #include "debug.h"
 #include "event.h"
 #include "machine.h"

@@ -23,7 +23,8 @@
  * held samples the oldest go the same way.
  *
  * A held sample keeps its place in the order of events (struct
- * bido_slot, see util/build-id-offset.c), which it hands on with itself.
+ * bido_slot, see util/build-id-offset-order.c), which it hands on with
+ * itself.
  */
 #include <errno.h>
 #include <stdlib.h>
