@@ -39,7 +39,6 @@
  *   ut_request_hrtimer	requests from a hard hrtimer interrupt that hits the
  *			running task
  *   ut_request_compat	a 32-bit task end to end
- *   ut_request_cost	a figure for the documentation, not a test
  *
  * Not covered: requests from NMI (a test has no NMI source; the NMI path
  * differs only in using TWA_NMI_CURRENT), the entry code's own calls to
@@ -56,12 +55,10 @@
 #include <linux/ktime.h>
 #include <linux/mman.h>
 #include <linux/resume_user_mode.h>
-#include <linux/sched/clock.h>
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
-#include <linux/task_work.h>
 #include <linux/uaccess.h>
 #include <linux/unwind_deferred.h>
 
@@ -84,7 +81,6 @@
 #define UT_IRQ_PERIOD_NS	(100 * NSEC_PER_USEC)
 #define UT_IRQ_TIMEOUT_MS	5000
 #define UT_IRQ_HITS	8
-#define UT_BENCH_LOOPS	1000
 
 /**
  * struct ut_stack - a frame chain in the user mapping
@@ -1176,113 +1172,6 @@ static void ut_request_compat(struct kunit *test)
 	ut_expect_chain(test, c->a->entries, c->a->nr, UT_FRAMES);
 }
 
-/*
- * Not a test: the cost of a first request of an entry from hardirq
- * context, against a bare task_work_add(), logged for the documentation.
- * Each request is undone, untimed, so that every call takes the same path.
- * Only checks that the requests were queued.
- */
-struct ut_bench {
-	struct ut_child		child;
-	struct ut_work		*a;
-	struct hrtimer		timer;
-	struct callback_head	head;
-	bool			done;
-	int			failed;
-	u64			ns_clock;
-	u64			ns_request;
-	u64			ns_task_work;
-};
-
-static void ut_bench_nop(struct callback_head *head)
-{
-}
-
-static enum hrtimer_restart ut_bench_timer(struct hrtimer *timer)
-{
-	struct ut_bench *b = container_of(timer, struct ut_bench, timer);
-	struct unwind_task_info *info = &current->unwind_info;
-	u64 t0, t1, cookie;
-	int i;
-
-	if (current != READ_ONCE(b->child.task)) {
-		hrtimer_forward_now(timer, ns_to_ktime(UT_IRQ_PERIOD_NS));
-		return HRTIMER_RESTART;
-	}
-
-	for (i = 0; i < UT_BENCH_LOOPS; i++) {
-		t0 = local_clock();
-		t1 = local_clock();
-		b->ns_clock += t1 - t0;
-	}
-	for (i = 0; i < UT_BENCH_LOOPS; i++) {
-		t0 = local_clock();
-		if (unwind_deferred_request(&b->a->work, &cookie))
-			b->failed++;
-		t1 = local_clock();
-		b->ns_request += t1 - t0;
-		task_work_cancel(current, &info->work);
-		atomic_long_set(&info->unwind_mask, 0);
-		WRITE_ONCE(info->id, 0);
-	}
-	for (i = 0; i < UT_BENCH_LOOPS; i++) {
-		t0 = local_clock();
-		if (task_work_add(current, &b->head,
-				  TWA_RESUME | TWAF_NO_ALLOC))
-			b->failed++;
-		t1 = local_clock();
-		b->ns_task_work += t1 - t0;
-		task_work_cancel(current, &b->head);
-	}
-	WRITE_ONCE(b->done, true);
-	return HRTIMER_NORESTART;
-}
-
-static void ut_bench_body(struct ut_child *child)
-{
-	struct ut_bench *b = container_of(child, struct ut_bench, child);
-	ktime_t deadline;
-
-	preempt_disable();
-	hrtimer_start(&b->timer, ns_to_ktime(UT_IRQ_PERIOD_NS),
-		      HRTIMER_MODE_REL_PINNED_HARD);
-	deadline = ktime_add_ms(ktime_get(), UT_IRQ_TIMEOUT_MS);
-	while (!READ_ONCE(b->done) && ktime_before(ktime_get(), deadline))
-		cpu_relax();
-	preempt_enable();
-	hrtimer_cancel(&b->timer);
-	ut_return_to_user();
-}
-
-static void ut_request_cost(struct kunit *test)
-{
-	struct ut_ctx *ctx = test->priv;
-	struct ut_bench *b;
-	u64 req, twa;
-
-	b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, b);
-	b->a = ut_work_new(test);
-	init_task_work(&b->head, ut_bench_nop);
-	hrtimer_init(&b->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
-	b->timer.function = ut_bench_timer;
-	ut_build(&ctx->stack, sizeof(u64), UT_FRAMES, 32);
-
-	ut_child_run(test, &b->child, ut_bench_body);
-
-	KUNIT_ASSERT_TRUE_MSG(test, b->done, "the timer missed the task");
-	KUNIT_EXPECT_EQ(test, b->failed, 0);
-	KUNIT_EXPECT_EQ(test, atomic_read(&b->a->calls), 0);
-
-	req = b->ns_request > b->ns_clock ? b->ns_request - b->ns_clock : 0;
-	twa = b->ns_task_work > b->ns_clock ? b->ns_task_work - b->ns_clock : 1;
-	kunit_info(test,
-		   "hardirq, %d calls: request %llu ns, task_work_add %llu ns, ratio %llu.%02llu (clock overhead %llu ns subtracted)\n",
-		   UT_BENCH_LOOPS, req / UT_BENCH_LOOPS, twa / UT_BENCH_LOOPS,
-		   req / twa, req * 100 / twa % 100,
-		   b->ns_clock / UT_BENCH_LOOPS);
-}
-
 static struct kunit_case unwind_deferred_test_cases[] = {
 	KUNIT_CASE(ut_walk_chain64),
 	KUNIT_CASE(ut_walk_chain32),
@@ -1301,7 +1190,6 @@ static struct kunit_case unwind_deferred_test_cases[] = {
 	KUNIT_CASE(ut_cancel_reuse_bit),
 	KUNIT_CASE(ut_request_hrtimer),
 	KUNIT_CASE(ut_request_compat),
-	KUNIT_CASE(ut_request_cost),
 	{}
 };
 
