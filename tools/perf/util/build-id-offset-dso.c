@@ -499,4 +499,3 @@ int build_id_offset__insert_maps(struct machine *machine, union perf_event *even
 	thread__put(thread);
 	return err;
 }
-
