@@ -56,8 +56,21 @@ class Result:
         return f"{self.status:4} {self.name}{tail}"
 
 
+KINDS = ("exec", "perftest", "skip")
+# A KIND with this suffix (exec:noskip): a skip of the test is a failure,
+# as where the guest has what the test needs (the series' kernel, perf
+# and tools) a skip can only mean that something is missing
+NOSKIP = ":noskip"
+
+
+def no_skip(test):
+    """Whether a list line says that a skip of its test is a failure."""
+    return test[2].endswith(NOSKIP)
+
+
 def read_list(paths, only):
-    """Test list lines: NAME TIMEOUT KIND ARG (tab-separated)."""
+    """Test list lines: NAME TIMEOUT KIND ARG (tab-separated); KIND is
+    exec, perftest or skip, the first two with an optional :noskip."""
     tests = []
     for path in paths:
         with open(path) as f:
@@ -66,7 +79,10 @@ def read_list(paths, only):
                 if not line.strip() or line.lstrip().startswith("#"):
                     continue
                 fields = line.split("\t")
-                if len(fields) != 4:
+                kind = fields[2] if len(fields) == 4 else ""
+                if kind.endswith(NOSKIP) and kind != "skip" + NOSKIP:
+                    kind = kind[:-len(NOSKIP)]
+                if len(fields) != 4 or kind not in KINDS:
                     sys.exit(f"guest: {path}: bad line: {line!r}")
                 tests.append(fields)
     if only:
@@ -280,11 +296,15 @@ def judge(tests, lines, run_dir, timed_out):
                   (f" while running {begun}" if begun else
                    " before the tests ended"))]
     out += kunit(console)
-    for name, _, _, _ in tests:
+    for test in tests:
+        name = test[0]
         r = results.get(name)
         if r is None:
             r = Result(name, "FAIL", "guest crashed or timed out during it"
                        if name == begun else "never ran")
+        if r.status == "SKIP" and no_skip(test):
+            r = Result(name, "FAIL", "skipped, and its list line says "
+                       f"{test[2]} (a skip is a failure): {r.reason}")
         if name in splats:
             r = Result(name, "FAIL", "kernel splat: " +
                        splats[name][0].split("] ", 1)[-1])

@@ -3,7 +3,8 @@
 host/harness-selftest: feed qemu.judge() made-up channels and check that
 every kind of kernel splat fails the test it happened in (or
 guest/kernel-log outside any test), that a missing DONE or RESULT fails,
-and that KUnit's KTAP is read right.  No guest needed.
+that a skip fails a test whose list line says :noskip (and only such a
+test), and that KUnit's KTAP is read right.  No guest needed.
 """
 
 import os
@@ -46,11 +47,11 @@ BENIGN = [
 ]
 
 
-def run(results, console):
+def run(results, console, tests=TESTS):
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "console.log"), "w") as f:
             f.write(console)
-        res, _, _ = qemu.judge(TESTS, results.splitlines(), d, False)
+        res, _, _ = qemu.judge(tests, results.splitlines(), d, False)
     return {r.name: r.status for r in res}
 
 
@@ -96,7 +97,16 @@ def main():
     expect("no RESULT", got, "b", "FAIL")
     got = run(OK, "[    1.0] no ktap here\n")
     expect("no KTAP", got, "kunit/boot-log", "FAIL")
-    checks = 6 + 3 * len(SPLATS) + 3
+    # A skip: a failure where the list line says :noskip, else a skip
+    skips = "BEGIN a\nRESULT a SKIP no feature\nBEGIN b\nRESULT b SKIP x\n" \
+        "DONE 2\n"
+    got = run(skips, marked(), [["a", "60", "exec:noskip", "true"],
+                                ["b", "60", "perftest", "x"]])
+    expect("skip of a :noskip test", got, "a", "FAIL")
+    expect("skip of a test without :noskip", got, "b", "SKIP")
+    got = run(OK, marked(), [["a", "60", "perftest:noskip", "x"], TESTS[1]])
+    expect("pass of a :noskip test", got, "a", "PASS")
+    checks = 6 + 3 * len(SPLATS) + 3 + 3
     print(f"harness selftest: {checks - failures} of {checks} checks passed")
     return 1 if failures else 0
 

@@ -13,7 +13,7 @@
 # trinity: trinity's perf_event_open fuzzing (random attrs, then ioctl,
 # mmap, read and close on the fds it got) for SECONDS, as an unprivileged
 # user with perf_event_paranoid at -1 so that it reaches the code.
-# fuzz: build_id_offset_robust's bounded fuzzer (random attributes around
+# fuzz: build_id_offset_fuzz, the bounded fuzzer (random attributes around
 # the new bits, random operations on the events), about 100 iterations
 # a second alone under TCG: SECONDS * 60 iterations, seed printed for
 # replay.
@@ -74,7 +74,7 @@ perf)
 	;;
 fuzz)
 	BIDO_FUZZ_ITERS=$((secs * 60)) \
-		"$harness_build"/obj/selftests/perf_events/build_id_offset_robust -t fuzz
+		"$harness_build"/obj/selftests/perf_events/build_id_offset_fuzz
 	exit $?
 	;;
 trinity)

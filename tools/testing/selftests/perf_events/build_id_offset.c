@@ -146,48 +146,6 @@ struct tally {
 	char unresolved_eg[3][160];	/* the first few, for the log */
 };
 
-enum verdict { RESOLVED, UNRESOLVED, WRONG };
-
-/* Check the record's map @bm for address @a against the truth in @m */
-static enum verdict check_addr(struct maps *m, uint64_t a,
-			       const struct bido_map *bm, const char **why)
-{
-	struct vma *v = maps_find(m, a);
-
-	*why = NULL;
-	if (!bm)
-		return UNRESOLVED;
-	if (!v)
-		*why = "resolved, but in no mapping";
-	else if (bm->start != v->start || bm->end != v->end)
-		*why = "mapping bounds differ";
-	else if ((bm->flags & v->want_flags) != v->want_flags)
-		*why = "mapping flags missing";
-	if (*why || !v)
-		return WRONG;
-	if (v->kind == VMA_FILE) {
-		if (bm->pgoff != v->pgoff)
-			*why = "file offset differs";
-		else if (v->deleted != !!(bm->flags & PERF_BUILD_ID_OFFSET_MAP_DELETED))
-			*why = "DELETED flag differs";
-		if (*why)
-			return WRONG;
-		if (v->bid_size < 0)
-			v->bid_size = path_build_id(v->path, v->bid);
-		if (bm->build_id_size != v->bid_size ||
-		    memcmp(bm->build_id, v->bid, v->bid_size))
-			*why = "build-ID differs";
-		else if (!v->bid_size &&
-			 !(bm->flags & (PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID |
-					PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)))
-			*why = "no build-ID and no flag saying why";
-	} else if (v->kind == VMA_ANON || v->kind == VMA_VDSO) {
-		if (bm->pgoff || bm->build_id_size)
-			*why = "offset or build-ID on anonymous memory";
-	}
-	return *why ? WRONG : RESOLVED;
-}
-
 static bool is_code(struct maps *m, struct maps *m2, uint64_t a)
 {
 	struct vma *v = maps_find(m, a), *v2 = m2 ? maps_find(m2, a) : NULL;
@@ -204,11 +162,12 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 	const char *why, *why2;
 	struct vma *v;
 
-	switch (check_addr(m, a, bm, &why)) {
-	case RESOLVED:
+	switch (bido_check(m, a, bm, false, &why)) {
+	case BIDO_RESOLVED:
 		ty->resolved++;
 		return;
-	case UNRESOLVED:
+	case BIDO_UNRESOLVED:
+	case BIDO_NOT_CODE:
 		/*
 		 * perf's own frame-pointer walk records whatever a frame
 		 * without a frame pointer leaves where the return address
@@ -250,9 +209,10 @@ static void count_addr(struct tally *ty, struct maps *m, struct maps *m2,
 		}
 		ty->unresolved++;
 		return;
-	case WRONG:
+	case BIDO_ANON:		/* not with strict anonymous memory */
+	case BIDO_WRONG:
 		/* Right in the other truth (the same task after exec)? */
-		if (m2 && check_addr(m2, a, bm, &why2) == RESOLVED) {
+		if (m2 && bido_check(m2, a, bm, false, &why2) == BIDO_RESOLVED) {
 			ty->resolved++;
 			return;
 		}
@@ -451,22 +411,13 @@ static int lib_path(char *buf, size_t len, const char *name)
 	return snprintf(buf, len, "%s/%s", self_dir(), name);
 }
 
-/*
- * Skip on a kernel without the feature, unless BIDO_REQUIRED is set in the
- * environment (the test guest of the series sets it: there, a kernel that
- * refuses the bit is a failure).  Returns true when the test must stop.
- */
+/* Skip on a kernel without the feature; true when the test must stop */
 static bool bido_missing(struct __test_metadata *_metadata)
 {
 	struct perf_event_attr attr;
 
 	bido_attr(&attr);
-	if (bido_supported(&attr))
-		return false;
-	ASSERT_EQ(NULL, getenv("BIDO_REQUIRED"))
-		TH_LOG("perf_event_open: %s", strerror(errno));
-	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
-	     strerror(errno));
+	return bido_skip_missing(_metadata, &attr);
 }
 
 /* ---- Tests ---- */
@@ -2192,7 +2143,8 @@ TEST(no_frame_pointers)
 				code++;
 				if (!bm)
 					uncovered++;
-				else if (check_addr(&m, s->addrs[k], bm, &why) != RESOLVED)
+				else if (bido_check(&m, s->addrs[k], bm, false, &why) !=
+					 BIDO_RESOLVED)
 					wrong++;
 			}
 		}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers of the PERF_SAMPLE_BUILD_ID_OFFSET selftests (build_id_offset,
- * build_id_offset_robust, build_id_offset_races); build_id_offset_common.h says what
- * they share.  Built with frame pointers like the programs, as its code is
+ * build_id_offset_races, build_id_offset_elf, build_id_offset_pagecache,
+ * build_id_offset_fs, build_id_offset_fuzz); build_id_offset_common.h says
+ * what they share.  Built with frame pointers like the programs, as its code is
  * on the sampled call chains too.
  */
 #define _GNU_SOURCE
@@ -328,51 +329,71 @@ static const struct sample_id *trailer(const struct perf_event_header *h)
 			      sizeof(struct sample_id));
 }
 
-static void parse_record(struct trace *t, const struct bido_rec_head *h)
+/*
+ * What is wrong with a PERF_RECORD_BUILD_ID_OFFSET that carries @id_size
+ * bytes of sample_id, by the UAPI; NULL if nothing.
+ */
+const char *bido_record_problem(const struct bido_rec_head *h,
+				size_t id_size)
 {
 	const struct bido_map *maps = (const void *)(h + 1);
-	const struct sample_id *id;
-	struct record *r;
 	uint32_t i, j;
 
-	if (h->header.size != sizeof(*h) + h->nr * sizeof(*maps) +
-			      sizeof(*id)) {
-		trace_bad(t, "record size does not match nr");
-		return;
-	}
-	id = (const void *)(maps + h->nr);
-	if (h->flags & ~BIDO_F_KNOWN)
-		trace_bad(t, "unknown record flags");
+	if (h->header.size != sizeof(*h) + (uint64_t)h->nr * sizeof(*maps) +
+			      id_size)
+		return "record size does not match nr";
 	if (h->header.misc != PERF_RECORD_MISC_USER)
-		trace_bad(t, "header.misc is not PERF_RECORD_MISC_USER");
-	if (id->res)
-		trace_bad(t, "sample_id padding not zero");
+		return "header.misc is not PERF_RECORD_MISC_USER";
 	if (!h->cookie)
-		trace_bad(t, "record with cookie 0");
-	if (t->check_ids && (id->pid != h->pid || id->tid != h->tid))
-		trace_bad(t, "record pid/tid differ from its sample_id");
+		return "record with cookie 0";
+	if (h->flags & ~BIDO_F_KNOWN)
+		return "unknown record flags";
 	if ((h->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) && h->nr)
-		trace_bad(t, "MM_CHANGED record with maps of the new program");
+		return "MM_CHANGED record with maps";
 	for (i = 0; i < h->nr; i++) {
 		const struct bido_map *m = &maps[i];
 
-		if (m->reserved || (m->flags & ~BIDO_MAP_KNOWN))
-			trace_bad(t, "map reserved bits set");
+		if (m->reserved)
+			return "map __reserved not zero";
+		if (m->flags & ~BIDO_MAP_KNOWN)
+			return "unknown map flags";
 		if (m->build_id_size > MAX_BUILD_ID)
-			trace_bad(t, "build_id_size too large");
+			return "build_id_size above 20";
 		for (j = m->build_id_size; j < MAX_BUILD_ID; j++)
 			if (m->build_id[j])
-				trace_bad(t, "build_id padding not zero");
+				return "build-ID padding not zero";
 		if (m->start >= m->end || m->end > USER_TOP)
-			trace_bad(t, "map is not a user range");
+			return "map is not a user range";
+		if (m->start % PG || m->end % PG || m->pgoff % PG)
+			return "map bounds or offset not page aligned";
 		if (i && maps[i - 1].end > m->start)
-			trace_bad(t, "maps not sorted or overlapping");
-		if (m->pgoff % sysconf(_SC_PAGESIZE))
-			trace_bad(t, "pgoff not page aligned");
-		if ((m->flags & PERF_BUILD_ID_OFFSET_MAP_ANON) && (m->pgoff ||
-								   m->build_id_size))
-			trace_bad(t, "anonymous map with offset or build-ID");
+			return "maps not sorted or overlapping";
+		if ((m->flags & (PERF_BUILD_ID_OFFSET_MAP_ANON | PERF_BUILD_ID_OFFSET_MAP_VDSO)) &&
+		    (m->pgoff || m->build_id_size))
+			return "anonymous map with offset or build-ID";
+		if (m->build_id_size && (m->flags & BIDO_MAP_NONE))
+			return "build-ID with a flag that says there is none";
 	}
+	return NULL;
+}
+
+static void parse_record(struct trace *t, const struct bido_rec_head *h)
+{
+	const struct sample_id *id = trailer(&h->header);
+	const char *why = bido_record_problem(h, sizeof(*id));
+	struct record *r;
+
+	if (why) {
+		trace_bad(t, why);
+		/* Where its size is wrong, nothing of it can be read */
+		if (h->header.size != sizeof(*h) + sizeof(*id) +
+				      h->nr * sizeof(struct bido_map))
+			return;
+	}
+	if (id->res)
+		trace_bad(t, "sample_id padding not zero");
+	if (t->check_ids && (id->pid != h->pid || id->tid != h->tid))
+		trace_bad(t, "record pid/tid differ from its sample_id");
 
 	r = trace_add_record(t, h);
 	r->cpu = id->cpu;
@@ -856,6 +877,69 @@ struct vma *maps_find(struct maps *m, uint64_t a)
 }
 
 /*
+ * The one ground-truth check of the tests: what the record's map @bm (NULL:
+ * the record has none) says of user address @a, against the truth @m.
+ * File mappings, the vDSO and (unless @loose_anon) anonymous memory must
+ * match exactly: bounds, offset, flags, and the file's build-ID or the
+ * flag that says why there is none.  A file mapping that is not
+ * executable must have no map.  With @loose_anon, anonymous memory may
+ * differ between the truth and the sampled task (heap, thread stacks of a
+ * child): a map there must only not claim a build-ID.  @why says what is
+ * wrong, or where an unresolved code address is.
+ */
+enum bido_verdict bido_check(struct maps *m, uint64_t a,
+			     const struct bido_map *bm, bool loose_anon,
+			     const char **why)
+{
+	static __thread char where[PATH_MAX + 32];
+	struct vma *v = maps_find(m, a);
+
+	*why = NULL;
+	if (!bm) {
+		if (!v || !v->exec)
+			return BIDO_NOT_CODE;
+		snprintf(where, sizeof(where), "%s+%#llx",
+			 v->path[0] ? v->path : "anon",
+			 (unsigned long long)(a - v->start + v->pgoff));
+		*why = where;
+		return BIDO_UNRESOLVED;
+	}
+	if (loose_anon && (!v || v->kind == VMA_ANON || v->kind == VMA_OTHER)) {
+		if (bm->build_id_size)
+			*why = "a build-ID where the truth has no file";
+		return *why ? BIDO_WRONG : BIDO_ANON;
+	}
+	if (!v)
+		*why = "resolved, but in no mapping";
+	else if (v->kind == VMA_FILE && !v->exec)
+		*why = "a map of a file mapping that is not executable";
+	else if (bm->start != v->start || bm->end != v->end)
+		*why = "mapping bounds differ";
+	else if ((bm->flags & v->want_flags) != v->want_flags)
+		*why = "mapping flags missing";
+	else if (v->kind == VMA_VDSO)
+		*why = !(bm->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO) || bm->pgoff ||
+		       bm->build_id_size ? "vDSO map wrong" : NULL;
+	else if (v->kind != VMA_FILE)
+		*why = bm->pgoff || bm->build_id_size ?
+		       "offset or build-ID on anonymous memory" : NULL;
+	else if (bm->pgoff != v->pgoff)
+		*why = "file offset differs";
+	else if (v->deleted != !!(bm->flags & PERF_BUILD_ID_OFFSET_MAP_DELETED))
+		*why = "DELETED flag differs";
+	if (*why || !v || v->kind != VMA_FILE)
+		return *why ? BIDO_WRONG : BIDO_RESOLVED;
+	if (v->bid_size < 0)
+		v->bid_size = path_build_id(v->path, v->bid);
+	if (bm->build_id_size != v->bid_size ||
+	    memcmp(bm->build_id, v->bid, v->bid_size))
+		*why = "build-ID differs";
+	else if (!v->bid_size && !(bm->flags & BIDO_MAP_NONE))
+		*why = "no build-ID and no flag saying why";
+	return *why ? BIDO_WRONG : BIDO_RESOLVED;
+}
+
+/*
  * The GNU build-ID note of an ELF file (64 or 32-bit), by a reader
  * without the kernel's limits (every program header, any number of
  * them): its size (0 when none), the ID in @bid and, if @note_off, the
@@ -1203,4 +1287,237 @@ bool is_kthread(pid_t pid)
 		seen[nr_seen++].kthread = k;
 	}
 	return k;
+}
+
+/* ---- Made-up call chains and made-up ELF files ---- */
+
+bool sample_has(const struct sample *s, uint64_t a)
+{
+	int k;
+
+	for (k = 0; k < s->nr; k++)
+		if (s->addrs[k] == a)
+			return true;
+	return false;
+}
+
+/*
+ * The record of sample @i if the sample holds @addr and no earlier sample
+ * returned the same record (@checked: a flag per record), else NULL: the
+ * records are checked once each, however many samples share them.
+ */
+const struct record *record_once(const struct trace *t, int i,
+				 uint64_t addr, bool *checked)
+{
+	const struct record *r;
+
+	if (!sample_has(&t->s[i], addr))
+		return NULL;
+	r = find_record(t, t->s[i].tid, t->s[i].cookie);
+	if (!r || checked[r - t->r])
+		return NULL;
+	checked[r - t->r] = true;
+	return r;
+}
+
+/*
+ * What the records of the samples that hold @addr (each record once) say
+ * of the file mapped whole, from offset 0, at [@start, @end) with the
+ * build-ID @bid: that build-ID, none with UNREADABLE, or something wrong
+ * (the first one described in @why).
+ */
+
+void file_tally(const struct trace *t, uint64_t addr,
+		uintptr_t start, uintptr_t end, const uint8_t *bid,
+		struct file_tally *ft)
+{
+	bool *checked = calloc(t->nr_r + 1, sizeof(*checked));
+	int i;
+
+	memset(ft, 0, sizeof(*ft));
+	for (i = 0; i < t->nr_s; i++) {
+		const struct record *r = record_once(t, i, addr, checked);
+		const struct bido_map *m;
+
+		if (!r)
+			continue;
+		ft->nrec++;
+		m = rec_find(r, addr);
+		if (m && m->start == start && !m->pgoff && m->end == end &&
+		    !m->flags && m->build_id_size == MAX_BUILD_ID &&
+		    !memcmp(m->build_id, bid, MAX_BUILD_ID))
+			ft->ok++;
+		else if (m && m->start == start && !m->pgoff &&
+			 !m->build_id_size &&
+			 m->flags == PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
+			ft->unreadable++;
+		else if (!ft->wrong++)
+			snprintf(ft->why, sizeof(ft->why),
+				 "%#llx: map %s, flags %#x, pgoff %#llx, build-ID size %d",
+				 (unsigned long long)addr,
+				 m ? "found" : "missing", m ? m->flags : 0,
+				 m ? (unsigned long long)m->pgoff : 0ULL,
+				 m ? m->build_id_size : -1);
+	}
+	free(checked);
+}
+
+/*
+ * A cpu-clock event on this thread that receives its own records: samples
+ * of IP, TID, TIME, CPU, CALLCHAIN and the cookie, ring_drain()'s layout
+ */
+int bido_open(struct ring *rb)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = FAKE_PERIOD_NS,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			       PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			       PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_BUILD_ID_OFFSET,
+		.sample_id_all = 1,
+		.exclude_callchain_kernel = 1,
+		.defer_output = 1,
+		.disabled = 1,
+	};
+
+	return ring_open(rb, &attr, 0, -1, 256);
+}
+
+const char *bido_unsupported(struct perf_event_attr *attr)
+{
+	static char why[128];
+	struct ring rb;
+	int err;
+
+	if (attr) {
+		if (bido_supported(attr))
+			return NULL;
+		err = errno;
+	} else {
+		err = -bido_open(&rb);
+		if (!err) {
+			ring_close(&rb);
+			if (sysconf(_SC_PAGESIZE) != PG)
+				return "the made-up files assume 4 KiB pages";
+#ifndef __x86_64__
+			return "the made-up frames are x86-64 code";
+#endif
+			return NULL;
+		}
+	}
+	snprintf(why, sizeof(why), "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
+		 strerror(err));
+	return why;
+}
+
+/*
+ * Sample this thread with @rets[0..n) as made-up return addresses until
+ * @want records cover @rets[0], or @secs of CPU time have gone by.  A
+ * record comes once per kernel entry with samples: the samples taken in
+ * the kernel while it is being made (the user call chain of such a sample
+ * holds the made-up frames too) share it.
+ * Returns how many samples hold @rets[0] and have their record.
+ */
+int sample_fake(struct ring *rb, struct trace *t, const uintptr_t *rets, int n,
+		int want, double secs)
+{
+	uintptr_t frames[2 * MAX_FAKE];
+	double until = cpu_seconds() + secs;
+	int i, hits = 0, seen = 0, covering = 0;
+
+	for (i = 0; i < n; i++) {
+		frames[2 * i] = i + 1 < n ? (uintptr_t)&frames[2 * i + 2] : 0;
+		frames[2 * i + 1] = rets[i];
+	}
+	ioctl(rb->fd, PERF_EVENT_IOC_ENABLE, 0);
+	while (covering < want && cpu_seconds() < until) {
+		fake_frame_spin(50000, frames);
+		ring_drain(rb, t);
+		for (; seen < t->nr_r; seen++)
+			covering += !!rec_find(&t->r[seen], rets[0]);
+	}
+	ioctl(rb->fd, PERF_EVENT_IOC_DISABLE, 0);
+	ring_drain(rb, t);
+	for (i = 0; i < t->nr_s; i++)
+		hits += sample_has(&t->s[i], rets[0]) &&
+			find_record(t, t->s[i].tid, t->s[i].cookie);
+	return hits;
+}
+
+void put_note(uint8_t *at, uint32_t namesz, uint32_t descsz,
+	      const uint8_t *bid)
+{
+	Elf64_Nhdr nh = {
+		.n_namesz = namesz,
+		.n_descsz = descsz,
+		.n_type = NT_GNU_BUILD_ID,
+	};
+
+	memcpy(at, &nh, sizeof(nh));
+	memcpy(at + sizeof(nh), "GNU", 4);
+	memcpy(at + sizeof(nh) + 4, bid, MAX_BUILD_ID);
+}
+
+/*
+ * A minimal valid ELF64 shared object in @img (zeroed, at least 3 pages):
+ * the header, a PT_LOAD of the whole file and a PT_NOTE at NOTE_OFF with
+ * the build-ID @bid.
+ */
+void elf64_image(uint8_t *img, size_t size, const uint8_t *bid)
+{
+	Elf64_Ehdr *eh = (void *)img;
+	Elf64_Phdr *ph = (void *)(img + sizeof(*eh));
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 2;
+	ph[0] = (Elf64_Phdr){
+		.p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+		.p_filesz = size, .p_memsz = size, .p_align = PG,
+	};
+	ph[1] = (Elf64_Phdr){
+		.p_type = PT_NOTE, .p_flags = PF_R, .p_offset = NOTE_OFF,
+		.p_vaddr = NOTE_OFF, .p_filesz = sizeof(Elf64_Nhdr) + 4 +
+		MAX_BUILD_ID, .p_align = 4,
+	};
+	ph[1].p_memsz = ph[1].p_filesz;
+	put_note(img + NOTE_OFF, 4, MAX_BUILD_ID, bid);
+}
+
+int write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -1;
+	if (len && pwrite(fd, buf, len, 0) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void fresh_build_id(uint8_t *bid, int salt)
+{
+	static uint64_t x;
+	int i;
+
+	if (!x)
+		x = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ getpid();
+	for (i = 0; i < MAX_BUILD_ID; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		bid[i] = x ^ salt;
+	}
 }

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What build_id_offset, build_id_offset_robust and build_id_offset_races
- * share: the layout of PERF_RECORD_BUILD_ID_OFFSET, an event and its ring
- * buffer, the samples and records read from it, the ground truth of
- * /proc/PID/maps and of the ELF notes of the mapped files, and a few
+ * What the build_id_offset* selftests share: the layout of
+ * PERF_RECORD_BUILD_ID_OFFSET and its one checker, an event and its ring
+ * buffer, the one parser of the samples and records read from it, the
+ * ground truth of /proc/PID/maps and of the ELF notes of the mapped files
+ * and its one checker, made-up call chains and ELF files, and a few
  * helpers around them.
  */
 #ifndef BUILD_ID_OFFSET_COMMON_H
 #define BUILD_ID_OFFSET_COMMON_H
 
+#include <elf.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +42,15 @@ struct bido_rec_head {
 #define BIDO_MAP_KNOWN	(PERF_BUILD_ID_OFFSET_MAP_ANON | PERF_BUILD_ID_OFFSET_MAP_VDSO | \
 			 PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID | PERF_BUILD_ID_OFFSET_MAP_DELETED | \
 			 PERF_BUILD_ID_OFFSET_MAP_UNREADABLE | PERF_BUILD_ID_OFFSET_MAP_ANON_FILE)
+
+#define BIDO_MAP_NONE	(PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID | PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
+
+/*
+ * What is wrong with a PERF_RECORD_BUILD_ID_OFFSET that carries @id_size
+ * bytes of sample_id, by the UAPI; NULL if nothing
+ */
+const char *bido_record_problem(const struct bido_rec_head *h,
+				size_t id_size);
 
 /* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
 struct sample_id {
@@ -101,9 +112,8 @@ bool ring_walk(struct ring *rb,
 
 /*
  * What the tests keep of the samples and records they read.  ring_drain()
- * parses samples of IP, TID, TIME, CPU, CALLCHAIN and the cookie and
- * records with that sample_id; build_id_offset_robust fills the fields its
- * own layout has.
+ * parses samples of IP, TID, TIME, CPU, CALLCHAIN and the cookie (or the
+ * layouts struct trace names) and records with that sample_id.
  */
 struct sample {
 	uint32_t pid, tid, cpu;
@@ -222,6 +232,18 @@ struct maps {
 
 void maps_read(struct maps *m, const char *file);
 struct vma *maps_find(struct maps *m, uint64_t a);
+
+enum bido_verdict {
+	BIDO_RESOLVED,		/* the right map, offset and build-ID */
+	BIDO_UNRESOLVED,	/* a code address without its map */
+	BIDO_NOT_CODE,		/* without a map, and in no code either */
+	BIDO_ANON,		/* a map of anonymous memory (@loose_anon) */
+	BIDO_WRONG,		/* anything else: must never happen */
+};
+
+enum bido_verdict bido_check(struct maps *m, uint64_t a,
+			     const struct bido_map *bm, bool loose_anon,
+			     const char **why);
 int elf_build_id(int fd, uint8_t *bid, uint64_t *note_off);
 int path_build_id(const char *path, uint8_t *bid);
 uint64_t elf_sym_offset(int fd, const char *sym);
@@ -265,5 +287,64 @@ int write_paranoid(int v);
 
 unsigned long stat_flags(const char *path);
 bool is_kthread(pid_t pid);
+
+/* ---- Made-up call chains and made-up ELF files ---- */
+
+/* The made-up files assume 4 KiB pages, the made-up frames x86-64 */
+#define PG		4096UL
+#define FAKE_PERIOD_NS	200000
+#define MAX_FAKE	32
+/* Where the made-up files keep their note, and its build-ID */
+#define NOTE_OFF	0x200
+#define DESC_OFF	(NOTE_OFF + sizeof(Elf64_Nhdr) + 4)
+
+/*
+ * NULL where the kernel takes @attr, else why not, for a skip; NULL @attr:
+ * bido_open()'s, on a system the made-up files and frames fit
+ */
+const char *bido_unsupported(struct perf_event_attr *attr);
+int bido_open(struct ring *rb);
+bool sample_has(const struct sample *s, uint64_t a);
+const struct record *record_once(const struct trace *t, int i,
+				 uint64_t addr, bool *checked);
+
+/*
+ * What the records of the samples that hold an address (each record once)
+ * say of the file mapped whole, from offset 0, with a given build-ID:
+ * that build-ID, none with UNREADABLE, or something wrong (the first one
+ * described in @why).
+ */
+struct file_tally {
+	int nrec, ok, unreadable, wrong;
+	char why[128];
+};
+
+void file_tally(const struct trace *t, uint64_t addr,
+		uintptr_t start, uintptr_t end, const uint8_t *bid,
+		struct file_tally *ft);
+int sample_fake(struct ring *rb, struct trace *t, const uintptr_t *rets, int n,
+		int want, double secs);
+void put_note(uint8_t *at, uint32_t namesz, uint32_t descsz,
+	      const uint8_t *bid);
+void elf64_image(uint8_t *img, size_t size, const uint8_t *bid);
+int write_file(const char *path, const void *buf, size_t len);
+/* Build-IDs that no other file in this boot has */
+void fresh_build_id(uint8_t *bid, int salt);
+
+#ifdef __KSELFTEST_HARNESS_H
+/*
+ * In a test: skip it, saying why, where the kernel does not take @attr
+ * (bido_unsupported()).  Returns true when the test must stop.
+ */
+static inline bool bido_skip_missing(struct __test_metadata *_metadata,
+				     struct perf_event_attr *attr)
+{
+	const char *why = bido_unsupported(attr);
+
+	if (why)
+		SKIP(return true, "%s", why);
+	return false;
+}
+#endif
 
 #endif /* BUILD_ID_OFFSET_COMMON_H */

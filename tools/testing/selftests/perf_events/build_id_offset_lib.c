@@ -4,8 +4,8 @@
  * build-ID (dlopen()ed, and mapped by hand from a file whose note the
  * test evicts from the page cache, from a memfd, from a deleted file),
  * without one, and without frame pointers; and for
- * build_id_offset_robust.c, linked with its note on a page of its own.  BIDO_VARIANT makes each build's bytes, so its
- * build-ID, its own.
+ * build_id_offset_pagecache.c, linked with its note on a page of its own.
+ * BIDO_VARIANT makes each build's bytes, so its build-ID, its own.
  *
  * bido_spin() is mapped and called without the dynamic loader, at an
  * address the test computes from the ELF symbol table: it must stay

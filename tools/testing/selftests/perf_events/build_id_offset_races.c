@@ -114,59 +114,6 @@ static bool last_entry(struct trace *t, const struct sample *s)
 
 /* ---- The join: samples, records and the ground truth ---- */
 
-enum verdict { RESOLVED, UNRESOLVED, NOT_CODE, ANON, WRONG };
-
-/*
- * Check the record's map @bm for address @a against the truth @m.  File
- * mappings and the vDSO must match exactly; a file mapping that is not
- * executable must have no map.  Anonymous memory may differ between the
- * truth and the sampled task (heap, thread stacks of a child) and is not
- * checked, except that a map there must not claim a file.
- */
-static enum verdict truth_verdict(struct maps *m, uint64_t a,
-				  const struct bido_map *bm, const char **why)
-{
-	struct vma *v = maps_find(m, a);
-
-	*why = NULL;
-	if (!bm && v && v->exec) {
-		static char where[PATH_MAX + 32];
-
-		snprintf(where, sizeof(where), "%s+%#llx", v->path,
-			 (unsigned long long)(a - v->start + v->pgoff));
-		*why = where;
-	}
-	if (!bm)
-		return v && v->exec ? UNRESOLVED : NOT_CODE;
-	if (!v || v->kind == VMA_ANON || v->kind == VMA_OTHER) {
-		if (bm->build_id_size)
-			*why = "a build-ID where the truth has no file";
-		return *why ? WRONG : ANON;
-	}
-	if (v->kind == VMA_FILE && !v->exec)
-		*why = "a map of a file mapping that is not executable";
-	else if (bm->start != v->start || bm->end != v->end)
-		*why = "mapping bounds differ";
-	else if (v->kind == VMA_VDSO)
-		*why = !(bm->flags & PERF_BUILD_ID_OFFSET_MAP_VDSO) || bm->pgoff ||
-		       bm->build_id_size ? "vDSO map wrong" : NULL;
-	else if (bm->pgoff != v->pgoff)
-		*why = "file offset differs";
-	else if (v->deleted != !!(bm->flags & PERF_BUILD_ID_OFFSET_MAP_DELETED))
-		*why = "DELETED flag differs";
-	if (*why || v->kind == VMA_VDSO)
-		return *why ? WRONG : RESOLVED;
-	if (v->bid_size < 0)
-		v->bid_size = path_build_id(v->path, v->bid);
-	if (bm->build_id_size != v->bid_size ||
-	    memcmp(bm->build_id, v->bid, v->bid_size))
-		*why = "build-ID differs";
-	else if (!v->bid_size && !(bm->flags & (PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID |
-						PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)))
-		*why = "no build-ID and no flag saying why";
-	return *why ? WRONG : RESOLVED;
-}
-
 /*
  * What a join counts.  A lost record costs all the samples of its entry
  * their join: compare lost with the entries (unjoined_entries) whose
@@ -196,27 +143,27 @@ static void tally_wrong(struct tally *ty, uint64_t a, const struct bido_map *bm,
 		 bm ? bm->flags : 0, bm ? bm->build_id_size : 0);
 }
 
-static void tally_addr(struct tally *ty, enum verdict v, uint64_t a,
+static void tally_addr(struct tally *ty, enum bido_verdict v, uint64_t a,
 		       const struct bido_map *bm, const char *why)
 {
 	ty->addrs++;
 	switch (v) {
-	case RESOLVED:
+	case BIDO_RESOLVED:
 		ty->resolved++;
 		break;
-	case UNRESOLVED:
+	case BIDO_UNRESOLVED:
 		if (!ty->unresolved++)
 			snprintf(ty->unresolved_eg, sizeof(ty->unresolved_eg),
 				 "%#llx in %s", (unsigned long long)a,
 				 why ?: "?");
 		break;
-	case NOT_CODE:
+	case BIDO_NOT_CODE:
 		ty->not_code++;
 		break;
-	case ANON:
+	case BIDO_ANON:
 		ty->anon++;
 		break;
-	case WRONG:
+	case BIDO_WRONG:
 		tally_wrong(ty, a, bm, why);
 		break;
 	}
@@ -304,7 +251,8 @@ static void join(struct trace *t, struct maps *m, struct tally *ty,
 				ty->mm_changed++;
 				continue;
 			}
-			enum verdict v = truth_verdict(m, s->addrs[k], bm, &why);
+			enum bido_verdict v = bido_check(m, s->addrs[k], bm,
+							 true, &why);
 
 			tally_addr(ty, v, s->addrs[k], bm, why);
 		}
@@ -418,22 +366,13 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 	return ret;
 }
 
-/*
- * Skip on a kernel without the feature, unless BIDO_REQUIRED is set in the
- * environment (the test guest of the series sets it).  Returns true when
- * the test must stop.
- */
+/* Skip on a kernel without the feature; true when the test must stop */
 static bool bido_missing(struct __test_metadata *_metadata)
 {
 	struct perf_event_attr attr;
 
 	bido_attr(&attr, 100000);
-	if (bido_supported(&attr))
-		return false;
-	ASSERT_EQ(NULL, getenv("BIDO_REQUIRED"))
-		TH_LOG("perf_event_open: %s", strerror(errno));
-	SKIP(return true, "kernel lacks PERF_SAMPLE_BUILD_ID_OFFSET: %s",
-	     strerror(errno));
+	return bido_skip_missing(_metadata, &attr);
 }
 
 static int count_tids(struct trace *t)
@@ -1624,117 +1563,6 @@ out:
 	munmap(res, sizeof(*res));
 }
 
-/* ---- Lifecycle: remove_on_exec, and the descriptor it leaves ---- */
-
-/*
- * A child's only event samples it with remove_on_exec while it execs
- * build_id_offset_exec_helper, which burns CPU time.  The exec takes the event out
- * of the child's context; that context, now empty, is inactive while the
- * child runs on.  The descriptor stays: poll() says POLLHUP, read() still
- * works, and PERF_EVENT_IOC_PERIOD must succeed without chasing the
- * running child: 6.12 sent it an IPI that tripped both assertions of
- * event_function() (a kernel WARNING, which fails the test in the
- * guest).  A period of 0 is still EINVAL.  Nothing is sampled after the
- * exec, and the samples before it join their records.
- */
-TEST(remove_on_exec_period)
-{
-	uint64_t hup = NO_TIME, zero = 0, until;
-	struct perf_event_attr attr;
-	struct trace t = { .check_ids = true };
-	int go, status = 0, i, n = 0, bad = 0, bad_errno = 0, zero_errno;
-	int enable_bad = 0;
-	char prog[PATH_MAX];
-	struct tally ty;
-	struct ring rb;
-	struct maps m;
-	int64_t lost;
-	pid_t child;
-
-	if (bido_missing(_metadata))
-		return;
-	snprintf(prog, sizeof(prog), "%s/build_id_offset_exec_helper", self_dir());
-	ASSERT_EQ(0, access(prog, X_OK)) TH_LOG("%s: %s", prog, strerror(errno));
-	child = fork_held(&go);
-	ASSERT_LE(0, child);
-	if (!child) {
-		burn(0.3);
-		execl(prog, prog, "2", (char *)NULL);
-		_exit(127);
-	}
-
-	bido_attr(&attr, 100000);
-	attr.remove_on_exec = 1;
-	ASSERT_EQ(0, ring_open(&rb, &attr, child, -1, RING_PAGES))
-		TH_LOG("perf_event_open: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
-	ASSERT_EQ(1, write(go, "g", 1));
-	close(go);
-
-	/* The exec: POLLHUP once the event is out of the context */
-	until = now_ns() + 60 * 1000000000ULL;
-	while (hup == NO_TIME && now_ns() < until) {
-		struct pollfd pfd = { .fd = rb.fd, .events = POLLIN };
-
-		if (poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLHUP))
-			hup = now_ns();
-		ring_drain(&rb, &t);
-		if (waitpid(child, &status, WNOHANG) == child)
-			break;
-	}
-	ASSERT_NE(NO_TIME, hup) TH_LOG("no POLLHUP: the event stayed");
-
-	/* New periods, while the child runs the helper on another CPU */
-	until = now_ns() + 500000000ULL;
-	while (now_ns() < until && comm_is(child, "build_id_offset_exec_helper")) {
-		for (i = 0; i < 64; i++, n++) {
-			uint64_t period = (1 + (n + i) % 3) * 100000;
-
-			if (ioctl(rb.fd, PERF_EVENT_IOC_PERIOD, &period) &&
-			    !bad++)
-				bad_errno = errno;
-		}
-		enable_bad += !!ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0);
-		enable_bad += !!ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0);
-	}
-	zero_errno = ioctl(rb.fd, PERF_EVENT_IOC_PERIOD, &zero) ? errno : 0;
-	lost = event_lost(rb.fd);
-	ASSERT_EQ(child, waitpid(child, &status, 0));
-	ring_drain(&rb, &t);
-	trace_index(&t);
-
-	/* Until the exec the child ran this program, mapped as here */
-	maps_read(&m, "/proc/self/maps");
-	join(&t, &m, &ty, NULL, NULL, NULL);
-	tally_print("remove_on_exec", &ty, &t);
-	join(&t, &m, &ty, before_time, NULL, &hup);
-	ksft_print_msg("remove_on_exec: %d PERIOD ioctls while the child ran the helper, %d failed (%s); period 0: %s; read() says %lld lost; %llu samples after POLLHUP\n",
-		       n, bad, bad ? strerror(bad_errno) : "-",
-		       strerror(zero_errno), (long long)lost,
-		       (unsigned long long)(t.nr_s - ty.samples));
-
-	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
-	/* The helper exits with its euid's low byte; 127: exec failed */
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	/* The case this is about happened: the child ran, we asked */
-	EXPECT_LT(0, n);
-	EXPECT_EQ(0, bad);
-	EXPECT_EQ(0, enable_bad);
-	EXPECT_EQ(EINVAL, zero_errno);
-	EXPECT_EQ(0, lost);
-	EXPECT_EQ(0, t.lost);
-	EXPECT_EQ(0, t.bad_records);
-	EXPECT_EQ(0, t.dup_records);
-	EXPECT_EQ(t.nr_s, ty.samples);
-	EXPECT_LT(20, ty.samples);
-	EXPECT_EQ(0, ty.wrong);
-	EXPECT_EQ(0, ty.unjoined);
-
-	free(m.v);
-	trace_free(&t);
-	ring_close(&rb);
-}
-
 /* ---- Lifecycle: the last close() while deferred work is pending ---- */
 
 /*
@@ -2893,7 +2721,7 @@ TEST(as_churn)
 				ch_check(ch, &ct, s, k, r, bm);
 				continue;
 			}
-			enum verdict v = truth_verdict(&m, a, bm, &why);
+			enum bido_verdict v = bido_check(&m, a, bm, true, &why);
 
 			tally_addr(&ty, v, a, bm, why);
 		}

