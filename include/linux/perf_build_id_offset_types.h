@@ -45,8 +45,9 @@ struct perf_bido_table;
  * @stash:	user addresses of the current kernel entry that only the
  *		samples saw (branch stacks, precise IPs); allocated in task
  *		context after a sample found none (@missed)
- * @table:	the maps of the task's last record, for reuse; allocated
- *		in task context at its first record.  Both are freed when
+ * @table:	at most two maps of the task's last record, for reuse
+ *		(128 bytes at most); allocated in task context at its
+ *		first record.  Both are freed when
  *		the task exits, execs a set-uid program, or runs @trim once
  *		no receiving event is left
  * @trim_state: PERF_BIDO_TRIM_* (see perf_bido_trim())

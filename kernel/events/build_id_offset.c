@@ -50,13 +50,13 @@
  * tasks, so no lock that CPUs share and nothing that must learn of
  * unmounts.
  *
- * Most samples need no record of their own: a task keeps the maps of its
- * last record, and a later sample whose user addresses they all cover
- * names that record instead of asking for deferred work, while the
- * task's address space has not changed and only for sessions that got
- * the record (perf_bido_reuse()).  Nothing system-wide and no clock is
- * involved.  That keeps the steady state close to the cost of the sample
- * alone.
+ * Most samples need no record of their own: a task keeps the two maps of
+ * its last record that hold the most of its addresses, and a later
+ * sample whose user addresses they all cover names that record instead
+ * of asking for deferred work, while the task's address space has not
+ * changed and only for sessions that got the record (perf_bido_reuse()).
+ * Nothing system-wide and no clock is involved.  That keeps the steady
+ * state close to the cost of the sample alone.
  */
 
 #include <linux/atomic.h>
@@ -90,6 +90,7 @@
 #include <trace/events/perf_build_id_offset.h>
 
 static_assert(sizeof(struct perf_bido_map) == 48);
+static_assert(sizeof(struct perf_bido_table_map) == 40);
 static_assert(sizeof(struct perf_bido_record) == 32);
 static_assert(PERF_BIDO_MAX_MAPS * sizeof(struct perf_bido_map) +
 	      sizeof(struct perf_bido_record) + 64 < U16_MAX);
@@ -170,9 +171,14 @@ static void perf_bido_task_free(struct perf_bido_task *bt)
 #define PERF_BIDO_TRIM_QUEUED	1
 #define PERF_BIDO_TRIM_DEAD	2
 
-/* What a sampled task costs beside its unwind cache: see the ABI page */
+/*
+ * What a sampled task costs beside its unwind cache: a 128-byte state
+ * and a table of at most 128 bytes (see the ABI page)
+ */
 static_assert(!IS_ENABLED(CONFIG_64BIT) ||
 	      sizeof(struct perf_bido_task) <= 128);
+static_assert(sizeof(struct perf_bido_table) + PERF_BIDO_TABLE_MAPS *
+	      sizeof(struct perf_bido_table_map) <= PERF_BIDO_TABLE_BYTES);
 
 /* Free @bt, which current has just taken off itself */
 static void perf_bido_task_drop(struct perf_bido_task *bt)
@@ -489,20 +495,23 @@ VISIBLE_IF_KUNIT void perf_bido_stash_sample(struct perf_bido_task *bt,
 	}
 }
 
+/* The bytes a kept map spans */
+static u64 perf_bido_table_len(const struct perf_bido_table_map *kept)
+{
+	return (u64)kept->pages << PAGE_SHIFT;
+}
+
 /* Is @addr in one of the maps of @tab? */
 VISIBLE_IF_KUNIT bool perf_bido_table_covers(const struct perf_bido_table *tab,
 					     unsigned long addr)
 {
-	unsigned int lo = 0, hi = tab->nr;
+	unsigned int i;
 
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
+	for (i = 0; i < tab->nr; i++) {
+		const struct perf_bido_table_map *kept = &tab->maps[i];
 
-		if (addr < tab->maps[mid].start)
-			hi = mid;
-		else if (addr >= tab->maps[mid].end)
-			lo = mid + 1;
-		else
+		if (addr >= kept->start &&
+		    addr - kept->start < perf_bido_table_len(kept))
 			return true;
 	}
 	return false;
@@ -564,9 +573,11 @@ static bool perf_bido_table_fresh(const struct perf_bido_table *tab)
  *   record met had room for it;
  * - nothing it says may have changed: same mm and program, no exec under
  *   way, no VMA changed since its maps were looked up (mm_lock_seq);
- * - its maps cover every user address of the sample: where the task
- *   entered the kernel, the sampled IP, the user callchain and the user
- *   branch addresses.
+ * - the maps of it that the task kept (perf_bido_table_pick()) cover
+ *   every user address of the sample: where the task entered the
+ *   kernel, the sampled IP, the user callchain and the user branch
+ *   addresses.  Each is one of the record's maps, whole, so the record
+ *   resolves them all.
  * Reads only current's own state and the event: NMI-safe.
  */
 static u64 perf_bido_reuse(struct perf_bido_task *bt,
@@ -1109,10 +1120,11 @@ static bool perf_bido_build_id_from(const struct perf_bido_table *tab,
 	if (mapping_writably_mapped(file->f_mapping))
 		return false;
 	for (i = 0; i < tab->nr; i++) {
-		const struct perf_bido_map *old = &tab->maps[i];
+		const struct perf_bido_table_map *old = &tab->maps[i];
 
-		if (old->start != map->start || old->end != map->end ||
-		    old->pgoff != map->pgoff)
+		if (old->start != map->start ||
+		    perf_bido_table_len(old) != map->end - map->start ||
+		    (u64)old->pgoff << PAGE_SHIFT != map->pgoff)
 			continue;
 		map->build_id_size = old->build_id_size;
 		map->flags |= old->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
@@ -1275,12 +1287,30 @@ static int perf_bido_cmp_map(const void *a, const void *b)
 }
 
 /*
+ * A kept map as the record had it: every byte of @map is written, the
+ * same as perf_bido_add_vma() wrote it (see perf_bido_table_fits())
+ */
+static void perf_bido_map_from_table(struct perf_bido_map *map,
+				     const struct perf_bido_table_map *kept)
+{
+	*map = (struct perf_bido_map){
+		.start		= kept->start,
+		.end		= kept->start + perf_bido_table_len(kept),
+		.pgoff		= (u64)kept->pgoff << PAGE_SHIFT,
+		.build_id_size	= kept->build_id_size,
+		.flags		= kept->flags,
+	};
+	memcpy(map->build_id, kept->build_id, sizeof(map->build_id));
+}
+
+/*
  * Add to the table being built the maps of @tab that it lacks, as room
- * under PERF_BIDO_REUSE_MAPS allows, so that a record covers the task's
- * working set and later samples that run elsewhere in it can still name
- * it.  Only for a table looked up at the same mm_lock_seq (same VMAs) and
- * whose build-IDs are read (no file reference left).  Returns how many
- * were added.
+ * under PERF_BIDO_REUSE_MAPS allows, so that a record covers more of the
+ * task's working set and later samples that run elsewhere in it can
+ * still name it.  Only for a table looked up at the same mm_lock_seq
+ * (same VMAs) and whose build-IDs are read (no file reference left): a
+ * kept map is an exact copy of one of the last record's, and its VMA is
+ * unchanged.  Returns how many were added.
  */
 VISIBLE_IF_KUNIT unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
 						    const struct perf_bido_table *tab)
@@ -1288,7 +1318,7 @@ VISIBLE_IF_KUNIT unsigned int perf_bido_table_merge(struct perf_bido_resolve *re
 	unsigned int i, j, nr = res->nr_maps, added = 0;
 
 	for (i = 0; i < tab->nr; i++) {
-		const struct perf_bido_map *old = &tab->maps[i];
+		const struct perf_bido_table_map *old = &tab->maps[i];
 		bool have = false;
 
 		if (res->nr_maps >= PERF_BIDO_REUSE_MAPS ||
@@ -1298,7 +1328,7 @@ VISIBLE_IF_KUNIT unsigned int perf_bido_table_merge(struct perf_bido_resolve *re
 			have = res->maps[j].start == old->start;
 		if (have)
 			continue;
-		res->maps[res->nr_maps] = *old;
+		perf_bido_map_from_table(&res->maps[res->nr_maps], old);
 		res->files[res->nr_maps++] = NULL;
 		added++;
 	}
@@ -1313,8 +1343,7 @@ static bool perf_bido_table_ok(const struct perf_bido_resolve *res)
 {
 	unsigned int i;
 
-	if (!res->looked_up || res->flags || res->unstable ||
-	    res->nr_maps > PERF_BIDO_REUSE_MAPS)
+	if (!res->looked_up || res->flags || res->unstable)
 		return false;
 	/* Unreadable may be for now only (I/O error, signal) */
 	for (i = 0; i < res->nr_maps; i++)
@@ -1340,11 +1369,11 @@ static bool perf_bido_table_retire(struct perf_bido_table *tab)
 }
 
 /*
- * The task's table with room for @nr maps: the one it has if that is
- * large enough, else one sized to the kmalloc bucket @nr needs (a record
- * of four files fits in 256 bytes), which replaces it.  Whatever table a
- * sample that interrupts us finds has cookie 0 until the caller saves
- * the record in it.
+ * The task's table with room for @nr maps, at most PERF_BIDO_TABLE_MAPS:
+ * the one it has if that is large enough, else one sized to the kmalloc
+ * bucket @nr needs (96 bytes for one map, 128 for two), which replaces
+ * it.  Whatever table a sample that interrupts us finds has cookie 0
+ * until the caller saves the record in it.
  */
 VISIBLE_IF_KUNIT struct perf_bido_table *
 perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
@@ -1352,6 +1381,8 @@ perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
 	struct perf_bido_table *tab = bt->table, *old;
 	size_t size;
 
+	if (nr > PERF_BIDO_TABLE_MAPS)
+		return NULL;
 	if (tab && tab->room >= nr)
 		return tab;
 	if (current->flags & PF_EXITING)
@@ -1362,7 +1393,7 @@ perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
 	if (!tab)
 		return NULL;
 	tab->room = min_t(size_t, (size - sizeof(*tab)) / sizeof(tab->maps[0]),
-			  PERF_BIDO_REUSE_MAPS);
+			  PERF_BIDO_TABLE_MAPS);
 	trace_perf_bido_state_alloc(tab, true, size);
 	/*
 	 * A sample on this CPU sees the old table or the zeroed new one, and
@@ -1377,24 +1408,114 @@ perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
 }
 
 /*
- * Keep the maps of the record just built for the later samples of the
- * sessions of @to in @delivered (see perf_bido_emit()).  The cookie goes
- * last: a sample that interrupts us sees 0 until then.
+ * Can @map be kept in a table entry exactly: page-aligned, its length and
+ * file offset each under 2^32 pages?  Every VMA's map is, but for a VMA of
+ * 16 TiB or more (4 KiB pages), or at a file offset that large.
  */
-static void perf_bido_table_save(struct perf_bido_table *tab,
+static bool perf_bido_table_fits(const struct perf_bido_map *map)
+{
+	u64 len = map->end - map->start;
+
+	return map->end > map->start && PAGE_ALIGNED(map->start) &&
+	       PAGE_ALIGNED(len) && PAGE_ALIGNED(map->pgoff) &&
+	       len >> PAGE_SHIFT <= U32_MAX &&
+	       map->pgoff >> PAGE_SHIFT <= U32_MAX;
+}
+
+/*
+ * Which maps of the record just built the table keeps: at most
+ * PERF_BIDO_TABLE_MAPS, those that hold the most of res->addrs (sorted,
+ * unique), the first of equals; maps that perf_bido_table_fits() refuses
+ * never.  Their indexes in res->maps go to @pick, in the order of
+ * res->maps (so by start); returns how many.  Each is kept whole, so a
+ * sample whose addresses all fall in kept maps names a record that
+ * resolves them, and a build-ID taken from a kept map is the record's.
+ */
+VISIBLE_IF_KUNIT unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
+						   unsigned int *pick)
+{
+	unsigned int count[PERF_BIDO_TABLE_MAPS];
+	unsigned int i, j = 0, k, n = 0;
+
+	for (i = 0; i < res->nr_maps; i++) {
+		const struct perf_bido_map *map = &res->maps[i];
+		unsigned int c = 0;
+
+		/* Both sorted, the maps apart: one pass over the addresses */
+		while (j < res->nr_addrs && res->addrs[j] < map->start)
+			j++;
+		for (; j < res->nr_addrs && res->addrs[j] < map->end; j++)
+			c++;
+		if (!perf_bido_table_fits(map))
+			continue;
+		if (n == PERF_BIDO_TABLE_MAPS) {
+			if (c <= count[n - 1])
+				continue;
+			n--;
+		}
+		for (k = n; k > 0 && count[k - 1] < c; k--) {
+			count[k] = count[k - 1];
+			pick[k] = pick[k - 1];
+		}
+		count[k] = c;
+		pick[k] = i;
+		n++;
+	}
+	/* Back in the order of start, which perf_bido_table_merge() keeps */
+	for (i = 1; i < n; i++)
+		for (k = i; k > 0 && pick[k - 1] > pick[k]; k--)
+			swap(pick[k - 1], pick[k]);
+	return n;
+}
+
+/* Copy the maps @pick of the record into @tab, which has room for them */
+VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
+					   const struct perf_bido_resolve *res,
+					   const unsigned int *pick,
+					   unsigned int nr)
+{
+	unsigned int i;
+
+	nr = min_t(unsigned int, nr, tab->room);
+	for (i = 0; i < nr; i++) {
+		const struct perf_bido_map *map = &res->maps[pick[i]];
+		struct perf_bido_table_map *kept = &tab->maps[i];
+
+		kept->start = map->start;
+		kept->pages = (map->end - map->start) >> PAGE_SHIFT;
+		kept->pgoff = map->pgoff >> PAGE_SHIFT;
+		kept->build_id_size = map->build_id_size;
+		kept->flags = map->flags;
+		memcpy(kept->build_id, map->build_id, sizeof(kept->build_id));
+	}
+	tab->nr = nr;
+}
+
+/*
+ * Keep the maps of the record just built that hold the most of its
+ * addresses, for the later samples of the sessions of @to in @delivered
+ * (see perf_bido_emit()).  The cookie goes last: a sample that interrupts
+ * us sees 0 until then.
+ */
+static void perf_bido_table_keep(struct perf_bido_task *bt,
 				 const struct perf_bido_resolve *res, u64 cookie,
 				 const struct perf_bido_sessions *to,
 				 unsigned long delivered)
 {
-	unsigned int i;
+	unsigned int pick[PERF_BIDO_TABLE_MAPS], nr, i;
+	struct perf_bido_table *tab;
 
+	nr = perf_bido_table_pick(res, pick);
+	tab = nr ? perf_bido_table_room(bt, nr) : NULL;
+	if (!tab)
+		return;
+
+	perf_bido_table_fill(tab, res, pick, nr);
 	tab->mm = current->mm;
 	tab->exec_id = current->self_exec_id;
 	tab->mm_seq = res->mm_seq;
 	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
 		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
-	tab->nr = res->nr_maps;
-	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
 	barrier();
 	WRITE_ONCE(tab->cookie, cookie);
 }
@@ -1510,9 +1631,7 @@ static void perf_bido_unwind_callback(struct unwind_work *work,
 	 * may name it in later samples
 	 */
 	if (delivered && res.nr_maps && perf_bido_table_ok(&res)) {
-		tab = perf_bido_table_room(bt, res.nr_maps);
-		if (tab)
-			perf_bido_table_save(tab, &res, cookie, &to, delivered);
+		perf_bido_table_keep(bt, &res, cookie, &to, delivered);
 		/* As in perf_bido_alloc_stash(): the sweep may have passed */
 		if (!atomic_read(&nr_defer_output_events))
 			perf_bido_free_stash(current);
@@ -1581,10 +1700,11 @@ void perf_bido_exit_task(struct task_struct *task)
 
 /*
  * Once the last receiving event is gone, the per-task states, their
- * tables and stashes (1 KiB each) and the unwind caches serve nobody: on a host with
- * 100k threads, a few hundred MiB.  Each task frees its own, from a
- * task_work, as only the task and its own interrupts touch them; a task
- * that never returns to user space again keeps them until it exits.
+ * tables (128 bytes at most) and stashes (1 KiB) and the unwind caches
+ * serve nobody: on a host with 100k threads, a few hundred MiB.  Each
+ * task frees its own, from a task_work, as only the task and its own
+ * interrupts touch them; a task that never returns to user space again
+ * keeps them until it exits.
  */
 static void perf_bido_trim(struct callback_head *head)
 {

@@ -130,11 +130,43 @@ struct perf_bido_record {
  */
 #define PERF_BIDO_STASH_ENTRIES	126
 
-/* Bound on the maps a task's last record keeps for its later samples */
+/*
+ * Bound on the maps a record grows to when it takes in the maps of the
+ * task's last record (perf_bido_table_merge())
+ */
 #define PERF_BIDO_REUSE_MAPS	16
 
+/*
+ * Maps the table of a task's last record keeps: what fits in 128 bytes
+ * beside its header, so that a sampled task costs at most 128 bytes of
+ * state and 128 of table beside the unwinder's cache
+ */
+#define PERF_BIDO_TABLE_MAPS	2
+#define PERF_BIDO_TABLE_BYTES	128
+
 /**
- * struct perf_bido_table - the maps of a task's last record, for reuse
+ * struct perf_bido_table_map - one map of a task's last record, as kept
+ * @start:	the map's start, page-aligned
+ * @pages:	its length in pages
+ * @pgoff:	its file offset in pages
+ * @build_id_size: as in struct perf_bido_map
+ * @flags:	as in struct perf_bido_map
+ * @build_id:	as in struct perf_bido_map
+ *
+ * The same facts as struct perf_bido_map in 40 bytes instead of 48: a map
+ * whose length or offset does not fit in 2^32 pages is not kept.
+ */
+struct perf_bido_table_map {
+	u64	start;
+	u32	pages;
+	u32	pgoff;
+	u8	build_id_size;
+	u8	flags;
+	u8	build_id[BUILD_ID_SIZE_MAX];
+};
+
+/**
+ * struct perf_bido_table - some maps of a task's last record, for reuse
  * @cookie:	the record's cookie; 0 while there is nothing to reuse, and
  *		while the deferred work rewrites the table
  * @mm:		the address space the maps describe (compared, never
@@ -145,22 +177,24 @@ struct perf_bido_record {
  * @sessions:	the sessions whose receivers all got the record, with
  *		room: only their samples may name it
  * @nr:		entries in @maps
- * @room:	entries @maps has room for, at most PERF_BIDO_REUSE_MAPS:
- *		the table is sized to the maps of the records it keeps
- * @maps:	sorted by start
+ * @room:	entries @maps has room for, at most PERF_BIDO_TABLE_MAPS:
+ *		a record of one map needs no more
+ * @maps:	sorted by start; each an exact copy of one of the record's
+ *		maps, those that hold the most of its addresses when the
+ *		record has more (perf_bido_table_pick())
  *
  * See perf_bido_reuse().  Written only by the task's deferred work, read
  * only by samples of the task on its own CPU.
  */
 struct perf_bido_table {
-	u64			cookie;
-	const struct mm_struct	*mm;
-	u64			exec_id;
-	unsigned int		mm_seq;
-	u16			nr;
-	u16			room;
-	const void		*sessions[PERF_BIDO_SESSIONS];
-	struct perf_bido_map	maps[] __counted_by(room);
+	u64				cookie;
+	const struct mm_struct		*mm;
+	u64				exec_id;
+	unsigned int			mm_seq;
+	u16				nr;
+	u16				room;
+	const void			*sessions[PERF_BIDO_SESSIONS];
+	struct perf_bido_table_map	maps[] __counted_by(room);
 };
 
 /**
@@ -227,6 +261,11 @@ unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
 				   const struct perf_bido_table *tab);
 struct perf_bido_table *perf_bido_table_room(struct perf_bido_task *bt,
 					     unsigned int nr);
+unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
+				  unsigned int *pick);
+void perf_bido_table_fill(struct perf_bido_table *tab,
+			  const struct perf_bido_resolve *res,
+			  const unsigned int *pick, unsigned int nr);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

@@ -28,12 +28,17 @@
  *   bido_page_cache_only only the page cache is read: a file whose pages
  *			are not there is unreadable for now, not "no
  *			build-ID", whatever read() would do
+ *   bido_table_pick	which maps of a record the table keeps: the two
+ *			that hold the most of its addresses, the first of
+ *			equals, none that its 40-byte entry cannot hold
+ *			exactly
  *   bido_reuse_table	what a later sample may reuse: coverage of the
- *			last table, merging it into the next record, the
- *			bound on its maps, mm_lock_seq moving on a change
- *   bido_table_room	the table is sized to the maps it keeps: a record
- *			of one file in 96 bytes, four in 256, grown when a record
- *			has more, never past PERF_BIDO_REUSE_MAPS
+ *			kept maps only, each an exact copy of the record's
+ *			(merged into the next record, build-IDs taken from
+ *			them), the bound on a merged record, mm_lock_seq
+ *			moving on a change
+ *   bido_table_room	the table is sized to the maps it keeps: one in 96
+ *			bytes, two in 128, never more
  *
  * Not covered here: the sampling hook itself, which needs a perf event in
  * an interrupt, and the emission of the record into ring buffers, which
@@ -159,6 +164,10 @@ static void bido_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, flags), 25);
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, __reserved), 26);
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, build_id), 28);
+
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_table_map), 40);
+	KUNIT_EXPECT_LE(test, struct_size_t(struct perf_bido_table, maps,
+					    PERF_BIDO_TABLE_MAPS), 128);
 
 	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_record), 32);
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, pid), 8);
@@ -594,22 +603,126 @@ static void bido_page_cache_only(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, bido_all_zero(map.build_id, sizeof(map.build_id)));
 }
 
+/* Each map of @res in @a, in order, sorted by start and 1 page long */
+static void bido_fake_maps(struct perf_bido_resolve *res,
+			   const unsigned long *a, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		res->maps[i] = (struct perf_bido_map){
+			.start	= a[i],
+			.end	= a[i] + BIDO_P,
+			.flags	= PERF_BUILD_ID_OFFSET_MAP_ANON_FILE,
+		};
+		bido_fill_id(res->maps[i].build_id, i);
+		res->maps[i].build_id_size = BUILD_ID_SIZE_MAX;
+	}
+	res->nr_maps = nr;
+}
+
+/*
+ * The table keeps the maps that hold the most addresses, the first of
+ * equals, and skips a map its entry cannot hold exactly
+ */
+static void bido_table_pick(struct kunit *test)
+{
+	static const unsigned long start[] = {
+		BIDO_BASE, BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 8 * BIDO_P,
+		BIDO_BASE + 16 * BIDO_P,
+	};
+	/* Sorted: 1 in map 0, 5 in map 1, 2 in map 2, 3 in map 3, 3 in none */
+	static const unsigned long addrs[] = {
+		BIDO_BASE - 8, BIDO_BASE + 8,
+		BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 2 * BIDO_P + 1,
+		BIDO_BASE + 2 * BIDO_P + 2, BIDO_BASE + 2 * BIDO_P + 3,
+		BIDO_BASE + 3 * BIDO_P - 1, BIDO_BASE + 3 * BIDO_P,
+		BIDO_BASE + 8 * BIDO_P, BIDO_BASE + 9 * BIDO_P - 1,
+		BIDO_BASE + 16 * BIDO_P, BIDO_BASE + 16 * BIDO_P + 64,
+		BIDO_BASE + 16 * BIDO_P + 128, BIDO_BASE + 17 * BIDO_P,
+	};
+	struct perf_bido_resolve res = {
+		.addrs = (unsigned long *)addrs,
+		.nr_addrs = ARRAY_SIZE(addrs),
+	};
+	unsigned int pick[PERF_BIDO_TABLE_MAPS];
+
+	res.maps = kunit_kcalloc(test, ARRAY_SIZE(start), sizeof(*res.maps),
+				 GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, res.maps);
+	bido_fake_maps(&res, start, ARRAY_SIZE(start));
+
+	/* Map 1 holds the most, then 3, then 2 */
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	KUNIT_EXPECT_EQ(test, pick[0], 1);
+	KUNIT_EXPECT_EQ(test, pick[1], 3);
+
+	/* Map 1 is 2 pages at an offset of 2^32 pages: not held exactly */
+	res.maps[1].end = res.maps[1].start + 2 * BIDO_P;
+	res.maps[1].pgoff = (u64)U32_MAX * BIDO_P + BIDO_P;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	KUNIT_EXPECT_EQ(test, pick[0], 2);
+	KUNIT_EXPECT_EQ(test, pick[1], 3);
+	/* Nor at an offset that is no page */
+	res.maps[1].pgoff = BIDO_P / 2;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	KUNIT_EXPECT_EQ(test, pick[0], 2);
+	KUNIT_EXPECT_EQ(test, pick[1], 3);
+	/* At U32_MAX pages it is */
+	res.maps[1].pgoff = (u64)U32_MAX * BIDO_P;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	KUNIT_EXPECT_EQ(test, pick[0], 1);
+	KUNIT_EXPECT_EQ(test, pick[1], 3);
+
+	/* Equals: the first; a map without addresses still fills the room */
+	res.nr_addrs = 2;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	KUNIT_EXPECT_EQ(test, pick[0], 0);
+	KUNIT_EXPECT_EQ(test, pick[1], 1);
+	res.nr_addrs = 0;
+	res.nr_maps = 1;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 1);
+	KUNIT_EXPECT_EQ(test, pick[0], 0);
+	res.nr_maps = 0;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 0);
+}
+
 /* A table as the deferred work keeps it, from a resolved record */
-static void bido_table_from(struct perf_bido_table *tab,
+static void bido_table_from(struct kunit *test, struct perf_bido_table *tab,
 			    const struct perf_bido_resolve *res)
 {
-	memset(tab, 0, sizeof(*tab));
-	tab->room = PERF_BIDO_REUSE_MAPS;
+	unsigned int pick[PERF_BIDO_TABLE_MAPS], nr;
+
+	memset(tab, 0, struct_size(tab, maps, PERF_BIDO_TABLE_MAPS));
+	tab->room = PERF_BIDO_TABLE_MAPS;
 	tab->cookie = 1;
 	tab->mm_seq = res->mm_seq;
-	tab->nr = res->nr_maps;
-	memcpy(tab->maps, res->maps, res->nr_maps * sizeof(*res->maps));
+	nr = perf_bido_table_pick(res, pick);
+	perf_bido_table_fill(tab, res, pick, nr);
+	KUNIT_EXPECT_EQ(test, tab->nr, nr);
+}
+
+/* Room for @max_maps maps in @res, none taken */
+static void bido_resolve_alloc(struct kunit *test, struct perf_bido_resolve *res,
+			       unsigned int nr_addrs, unsigned int max_maps)
+{
+	res->addrs = kunit_kcalloc(test, nr_addrs, sizeof(*res->addrs),
+				   GFP_KERNEL);
+	res->maps = kunit_kmalloc_array(test, max_maps, sizeof(*res->maps),
+					GFP_KERNEL);
+	res->files = kunit_kcalloc(test, max_maps, sizeof(*res->files),
+				   GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, res->addrs);
+	KUNIT_ASSERT_NOT_NULL(test, res->maps);
+	KUNIT_ASSERT_NOT_NULL(test, res->files);
+	res->max_maps = max_maps;
 }
 
 static void bido_reuse_table(struct kunit *test)
 {
 	struct file *file = bido_elf_file(test, 0x40);
 	struct perf_bido_resolve res = {}, next = {};
+	unsigned long start[PERF_BIDO_REUSE_MAPS];
 	struct perf_bido_table *tab;
 	unsigned long __maybe_unused addr;
 	unsigned int __maybe_unused seq;
@@ -618,7 +731,7 @@ static void bido_reuse_table(struct kunit *test)
 	if (!IS_ENABLED(CONFIG_PER_VMA_LOCK))
 		kunit_skip(test, "no mm_lock_seq without CONFIG_PER_VMA_LOCK");
 
-	tab = kunit_kzalloc(test, struct_size(tab, maps, PERF_BIDO_REUSE_MAPS),
+	tab = kunit_kzalloc(test, struct_size(tab, maps, PERF_BIDO_TABLE_MAPS),
 			    GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	bido_map_layout(test, file);
@@ -627,60 +740,82 @@ static void bido_reuse_table(struct kunit *test)
 	/* Read under mmap_lock: no writer, so even */
 	KUNIT_EXPECT_EQ(test, res.mm_seq % 2, 0);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
-	bido_table_from(tab, &res);
 
-	/* Every byte of every map, nothing around them */
-	for (i = 0; i < tab->nr; i++) {
-		bool next = i + 1 < tab->nr &&
-			    tab->maps[i + 1].start == tab->maps[i].end;
+	/*
+	 * Two addresses each in the anonymous map and the file at offset 2
+	 * pages, one each in the file at offset 0 and the vDSO: the first two
+	 */
+	bido_table_from(test, tab, &res);
+	KUNIT_ASSERT_EQ(test, tab->nr, 2);
+	KUNIT_EXPECT_EQ(test, tab->maps[0].start, BIDO_ANON);
+	KUNIT_EXPECT_EQ(test, tab->maps[0].pages, 2);
+	KUNIT_EXPECT_EQ(test, tab->maps[1].start, BIDO_FILE2);
+	KUNIT_EXPECT_EQ(test, tab->maps[1].pages, 2);
+	KUNIT_EXPECT_EQ(test, tab->maps[1].pgoff, 2);
 
-		KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, tab->maps[i].start));
-		KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, tab->maps[i].end - 1));
-		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, tab->maps[i].end),
-				next);
+	/*
+	 * Every byte of the kept maps, nothing around them, nothing else
+	 * (the file at offset 0 ends where the kept one at 2 pages starts)
+	 */
+	for (i = 0; i < res.nr_maps; i++) {
+		bool kept = i == 0 || i == 2;
+
+		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].start),
+				kept);
+		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].end - 1),
+				kept);
+		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].end),
+				i == 1);
 	}
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_ANON - 1));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_BASE + 3 * BIDO_P));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_KERNEL_ADDR));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, 0));
 
-	/* The next entry runs in one VMA only: its record keeps all four */
-	next.addrs = kunit_kmalloc(test, sizeof(unsigned long), GFP_KERNEL);
-	next.maps = kunit_kmalloc_array(test, PERF_BIDO_REUSE_MAPS,
-					sizeof(*next.maps), GFP_KERNEL);
-	next.files = kunit_kcalloc(test, PERF_BIDO_REUSE_MAPS,
-				   sizeof(*next.files), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, next.addrs);
-	KUNIT_ASSERT_NOT_NULL(test, next.maps);
-	KUNIT_ASSERT_NOT_NULL(test, next.files);
+	/*
+	 * The next entry runs in the vDSO only: its record takes in the two
+	 * kept maps, byte for byte as the last record had them
+	 */
+	bido_resolve_alloc(test, &next, 2, PERF_BIDO_REUSE_MAPS);
 	next.addrs[0] = BIDO_VDSO + 0x80;
 	next.nr_addrs = 1;
-	next.max_maps = PERF_BIDO_REUSE_MAPS;
 	perf_bido_find_vmas(current->mm, &next);
 	perf_bido_read_build_ids(&next, NULL);
 	KUNIT_ASSERT_EQ(test, next.nr_maps, 1);
 	KUNIT_EXPECT_EQ(test, next.mm_seq, res.mm_seq);
-	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 3);
-	KUNIT_ASSERT_EQ(test, next.nr_maps, 4);
-	KUNIT_EXPECT_MEMEQ(test, next.maps, res.maps, 4 * sizeof(*res.maps));
+	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 2);
+	KUNIT_ASSERT_EQ(test, next.nr_maps, 3);
+	KUNIT_EXPECT_MEMEQ(test, &next.maps[0], &res.maps[0], sizeof(*res.maps));
+	KUNIT_EXPECT_MEMEQ(test, &next.maps[1], &res.maps[2], sizeof(*res.maps));
+	KUNIT_EXPECT_MEMEQ(test, &next.maps[2], &res.maps[3], sizeof(*res.maps));
 	for (i = 0; i < next.nr_maps; i++)
 		KUNIT_EXPECT_NULL(test, next.files[i]);
 
 	/* Merging again adds nothing */
 	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 0);
 
+	/*
+	 * A record of both files takes the build-ID of the kept one from
+	 * the table (same start, length and offset) and reads the other's
+	 */
+	memset(&next, 0, sizeof(next));
+	bido_resolve_alloc(test, &next, 2, PERF_BIDO_REUSE_MAPS);
+	next.addrs[0] = BIDO_FILE0 + 0x10;
+	next.addrs[1] = BIDO_FILE2 + 0x10;
+	next.nr_addrs = 2;
+	perf_bido_find_vmas(current->mm, &next);
+	perf_bido_read_build_ids(&next, tab);
+	KUNIT_ASSERT_EQ(test, next.nr_maps, 2);
+	KUNIT_EXPECT_EQ(test, next.parsed, 1);
+	KUNIT_EXPECT_MEMEQ(test, next.maps, &res.maps[1], 2 * sizeof(*res.maps));
+
 	/* Never above PERF_BIDO_REUSE_MAPS, and still sorted */
-	tab->nr = PERF_BIDO_REUSE_MAPS;
-	for (i = 0; i < PERF_BIDO_REUSE_MAPS; i++) {
-		tab->maps[i] = res.maps[0];
-		tab->maps[i].start = BIDO_BASE + (64 + 2 * i) * BIDO_P;
-		tab->maps[i].end = tab->maps[i].start + BIDO_P;
-	}
-	next.nr_maps = 1;
-	next.maps[0] = res.maps[3];
-	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab),
-			PERF_BIDO_REUSE_MAPS - 1);
+	for (i = 0; i < PERF_BIDO_REUSE_MAPS - 1; i++)
+		start[i] = BIDO_BASE + (64 + 2 * i) * BIDO_P;
+	bido_fake_maps(&next, start, PERF_BIDO_REUSE_MAPS - 1);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 1);
 	KUNIT_EXPECT_EQ(test, next.nr_maps, PERF_BIDO_REUSE_MAPS);
+	KUNIT_EXPECT_MEMEQ(test, &next.maps[0], &res.maps[0], sizeof(*res.maps));
 	for (i = 1; i < next.nr_maps; i++)
 		KUNIT_EXPECT_LT(test, next.maps[i - 1].start, next.maps[i].start);
 
@@ -703,38 +838,31 @@ static void bido_table_room(struct kunit *test)
 	bt = kunit_kzalloc(test, sizeof(*bt), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, bt);
 
-	/* The header and four maps fit the 256-byte bucket, one map 96 */
-	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 4), 240);
-	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 1), 96);
+	/* The header and two maps fit the 128-byte bucket, one map 96 */
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 2), 128);
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 1), 88);
 
 	tab = perf_bido_table_room(bt, 1);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
-	KUNIT_EXPECT_GE(test, tab->room, 1);
+	KUNIT_EXPECT_EQ(test, tab->room, 1);
 	KUNIT_EXPECT_LE(test, ksize(tab), 96);
 	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
 
 	/* Room enough: the same table */
 	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, tab->room), tab);
 
-	tab = perf_bido_table_room(bt, 4);
+	tab = perf_bido_table_room(bt, 2);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
-	KUNIT_EXPECT_EQ(test, tab->room, 4);
-	KUNIT_EXPECT_EQ(test, ksize(tab), 256);
+	KUNIT_EXPECT_EQ(test, tab->room, 2);
+	KUNIT_EXPECT_EQ(test, ksize(tab), 128);
 	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 1), tab);
 
-	/* The bucket of 5 maps has room for more, up to the bound */
-	tab = perf_bido_table_room(bt, 5);
-	KUNIT_ASSERT_NOT_NULL(test, tab);
-	KUNIT_EXPECT_GE(test, tab->room, 5);
-	KUNIT_EXPECT_LE(test, tab->room, PERF_BIDO_REUSE_MAPS);
-	KUNIT_EXPECT_LE(test, struct_size(tab, maps, tab->room), ksize(tab));
-
-	tab = perf_bido_table_room(bt, PERF_BIDO_REUSE_MAPS);
-	KUNIT_ASSERT_NOT_NULL(test, tab);
-	KUNIT_EXPECT_EQ(test, tab->room, PERF_BIDO_REUSE_MAPS);
-	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 2), tab);
+	/* Never more than PERF_BIDO_TABLE_MAPS */
+	KUNIT_EXPECT_NULL(test, perf_bido_table_room(bt, PERF_BIDO_TABLE_MAPS + 1));
+	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
 	kfree(bt->table);
 }
 
@@ -752,6 +880,7 @@ static struct kunit_case build_id_offset_test_cases[] = {
 	KUNIT_CASE(bido_build_id_now),
 	KUNIT_CASE(bido_no_build_id),
 	KUNIT_CASE(bido_page_cache_only),
+	KUNIT_CASE(bido_table_pick),
 	KUNIT_CASE(bido_reuse_table),
 	KUNIT_CASE(bido_table_room),
 	{}
