@@ -219,7 +219,7 @@ PARTS = (
 
 
 def run_logged(cmd, log, cwd=None):
-    with open(log, "w") as f:
+    with open(log, "a") as f:
         r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
                            check=False)
     if r.returncode:
@@ -266,9 +266,11 @@ def cmd_bisect():
         ok = True
         for part in parts:
             log = os.path.join(obj, f"{i:04d}-{part}.log")
+            if os.path.exists(log):
+                os.unlink(log)
             if part == "kernel":
-                ok = run_logged(["sh", os.path.join(REPO, "harness",
-                                                    "kconfig.sh"),
+                ok = run_logged(["env", "KCONFIG_LENIENT=1", "sh",
+                                 os.path.join(REPO, "harness", "kconfig.sh"),
                                  src, kobj, *frags], log) and \
                     run_logged(["make", "-s", "-C", src, f"O={kobj}",
                                 f"CC={cc}", f"-j{jobs}", "bzImage",
