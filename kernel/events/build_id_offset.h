@@ -3,12 +3,18 @@
 #define _KERNEL_EVENTS_BUILD_ID_OFFSET_H
 
 /*
- * PERF_SAMPLE_BUILD_ID_OFFSET: the hooks core.c calls, and the internals
- * the KUnit suite reaches.  See build_id_offset.c.
+ * PERF_SAMPLE_BUILD_ID_OFFSET: the hooks core.c calls, what the files of
+ * the feature share, and the internals the KUnit suite reaches.  See
+ * build_id_offset.c (per-task state, sampling side, hooks),
+ * build_id_offset_record.c (the record builder) and
+ * build_id_offset_file.c (build-IDs from the page cache).
  */
 
 #include <linux/buildid.h>
+#include <linux/mm_types.h>
 #include <linux/perf_event.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/types.h>
 #include <linux/perf_build_id_offset_types.h>
 #include <asm/local.h>
@@ -18,6 +24,8 @@ struct mm_struct;
 struct perf_bido_task;
 struct pt_regs;
 struct task_struct;
+struct unwind_stacktrace;
+struct unwind_work;
 
 /* Events with attr.defer_output, counted by account_event() */
 extern atomic_t nr_defer_output_events;
@@ -243,6 +251,59 @@ struct perf_bido_resolve {
 	unsigned int		parsed;
 };
 
+#ifdef CONFIG_PERF_BUILD_ID_OFFSET
+
+/* Shared by the files of the feature */
+
+/* The kmalloc bucket an object of @size takes, for the state tracepoints */
+#define perf_bido_bytes(size)	((unsigned int)kmalloc_size_roundup(size))
+
+static inline unsigned int
+perf_bido_table_bytes(const struct perf_bido_table *tab)
+{
+	return perf_bido_bytes(struct_size(tab, maps, tab->room));
+}
+
+/* The bytes a kept map spans */
+static inline u64 perf_bido_table_len(const struct perf_bido_table_map *kept)
+{
+	return (u64)kept->pages << PAGE_SHIFT;
+}
+
+/*
+ * mm->mm_lock_seq moves whenever mmap_lock is taken for writing, which
+ * every change to a VMA needs.  Without per-VMA locks there is no such
+ * count, and no reuse.
+ */
+static inline bool perf_bido_mm_seq(struct mm_struct *mm, unsigned int *seq)
+{
+#ifdef CONFIG_PER_VMA_LOCK
+	*seq = raw_read_seqcount(&mm->mm_lock_seq);
+	return true;
+#else
+	return false;
+#endif
+}
+
+/*
+ * Does @tab still describe current's address space as the table was
+ * made: same mm, same program, no exec under way?  Not checked here:
+ * mm_lock_seq, which the caller compares.
+ */
+static inline bool perf_bido_table_fresh(const struct perf_bido_table *tab)
+{
+	return tab->mm == current->mm && !current->in_execve &&
+	       tab->exec_id == READ_ONCE(current->self_exec_id);
+}
+
+void perf_bido_unwind_callback(struct unwind_work *work,
+			       struct unwind_stacktrace *trace, u64 cookie);
+void perf_bido_free_stash(struct task_struct *task);
+void perf_bido_read_build_ids(struct perf_bido_resolve *res,
+			      const struct perf_bido_table *tab);
+
+#endif /* CONFIG_PERF_BUILD_ID_OFFSET */
+
 /* Internals the KUnit suite calls directly (VISIBLE_IF_KUNIT) */
 #if IS_ENABLED(CONFIG_KUNIT) && defined(CONFIG_PERF_BUILD_ID_OFFSET)
 void perf_bido_stash_sample(struct perf_bido_task *bt, u64 cookie,
@@ -251,8 +312,6 @@ unsigned int perf_bido_take_stash(struct perf_bido_task *bt, u64 cookie,
 				  unsigned long *addrs, u32 *flags);
 unsigned int perf_bido_sort_addrs(unsigned long *addrs, unsigned int nr);
 void perf_bido_find_vmas(struct mm_struct *mm, struct perf_bido_resolve *res);
-void perf_bido_read_build_ids(struct perf_bido_resolve *res,
-			      const struct perf_bido_table *tab);
 u8 perf_bido_file_flags(struct file *file);
 bool perf_bido_build_id(struct file *file, struct perf_bido_map *map);
 bool perf_bido_table_covers(const struct perf_bido_table *tab,
