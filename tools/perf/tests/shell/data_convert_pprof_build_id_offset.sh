@@ -341,14 +341,16 @@ then
 fi
 unnamed=$(grep -cE ' (pprofdl_spin|pprofwork_main_spin|pprofwork_child_spin) :0 ' \
           "${tmpdir}/local.raw" || true)
-named=$(grep -cE ' (pprofdl_spin|pprofwork_main_spin|pprofwork_child_spin) /.*pprof(dl|work)\.c:[1-9]' \
+named=$(grep -cE \
+        ' (pprofdl_spin|pprofwork_main_spin|pprofwork_child_spin) /.*pprof(dl|work)\.c:[1-9]' \
         "${tmpdir}/local.raw" || true)
 if [ "${unnamed}" != 0 ] || [ "${named}" -lt 3 ] ||
    ! python3 "${tmpdir}/check.py" "${tmpdir}/raw" "${tmpdir}/local.top" "${tmpdir}/report" \
      "${tmpdir}/maps" "${tmpdir}/ids" > "${tmpdir}/local.out"
 then
   cat "${tmpdir}/local.out" "${tmpdir}/pprof.err"
-  echo "${name}, symbolised by build-ID [Failed ${named} locations named from the cache, ${unnamed} not]"
+  echo "${name}, symbolised by build-ID [Failed ${named} locations named from the cache," \
+       "${unnamed} not]"
   err=1
 else
   grep local.top "${tmpdir}/local.out"

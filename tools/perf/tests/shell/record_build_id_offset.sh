@@ -93,7 +93,8 @@ check_join() {
         bad = 1
       }
       if (nlast) {
-        print nlast " of " nwant " cookies of a task'"'"'s last entry without a record, e.g. " last_miss
+        msg = " cookies of a task'"'"'s last entry without a record, e.g. "
+        print nlast " of " nwant msg last_miss
         if (strict) bad = 1
       }
       exit bad
@@ -202,14 +203,17 @@ test_stats() {
     err=1
     return
   fi
-  want=$(perf report -D -i "${perfdata}" 2> /dev/null | grep -c ' \.\. build-ID offset cookie: 0$' || true)
+  want=$(perf report -D -i "${perfdata}" 2> /dev/null |
+         grep -c ' \.\. build-ID offset cookie: 0$' || true)
   if [ "${nocookie}" != "${want}" ] || [ "${reused}" -eq 0 ]
   then
-    echo "Stats [Failed ${nocookie} samples without a cookie (the dump has ${want}), ${reused} reused]"
+    echo "Stats [Failed ${nocookie} samples without a cookie (the dump has ${want})," \
+         "${reused} reused]"
     err=1
     return
   fi
-  echo "Stats [Success: ${records} records, ${reused} samples named an earlier record, ${nocookie} had no cookie]"
+  echo "Stats [Success: ${records} records, ${reused} samples named an earlier record," \
+       "${nocookie} had no cookie]"
 }
 
 test_script() {

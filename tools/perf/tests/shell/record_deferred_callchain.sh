@@ -95,7 +95,9 @@ test_chains() {
   unmerged=$(awk '/CALLCHAIN_DEFERRED unmerged/ { print $NF }' "${dump}")
   lost=$(awk '/^ *LOST events:/ { print $3 }' "${dump}")
   exec_entry=$(awk '/BUILD_ID_OFFSET mm_changed/ { print $NF }' "${dump}")
-  echo "${what}: ${nrec} records, ${full} of ${nleaf} samples in leaf() with parent() and leafloop(), ${unmerged:-0} unmerged, ${exec_entry:-0} in the exec entry, ${lost:-0} LOST records"
+  echo "${what}: ${nrec} records, ${full} of ${nleaf} samples in leaf() with parent()" \
+       "and leafloop(), ${unmerged:-0} unmerged, ${exec_entry:-0} in the exec entry," \
+       "${lost:-0} LOST records"
   if [ "${nleaf}" -lt 10 ] || [ $((full * 10)) -lt $((nleaf * 9)) ]
   then
     echo "${what} [Failed callchains without their user frames]"
@@ -120,7 +122,8 @@ test_chains() {
   set -- $(chain_share "${perfdata}.inj")
   if [ "$1" != "${full}" ] || [ "$2" != "${nleaf}" ]
   then
-    echo "${what} [Failed after perf inject: $1 of $2 samples in leaf() with parent() and leafloop()]"
+    echo "${what} [Failed after perf inject: $1 of $2 samples in leaf()" \
+         "with parent() and leafloop()]"
     err=1
     return
   fi

@@ -314,20 +314,21 @@ static void tally_print(const char *what, struct tally *ty, struct trace *t)
 {
 	uint64_t base = code_addrs(ty);
 
-	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu in the entry sampling stopped in, %llu without record), %d records, %llu lost; %llu user addresses, %llu of them no code address, %llu unresolved past one, %llu in MM_CHANGED records: %llu resolved (%.3f%% of the code addresses before any, MM_CHANGED aside), %llu unresolved, %llu wrong\n",
-		       what, (unsigned long long)ty->samples,
-		       (unsigned long long)ty->zero_cookie,
-		       (unsigned long long)ty->at_stop,
-		       (unsigned long long)ty->no_record, t->nr_r,
-		       (unsigned long long)t->lost,
-		       (unsigned long long)ty->addrs,
-		       (unsigned long long)ty->not_code,
-		       (unsigned long long)ty->past_stop,
-		       (unsigned long long)ty->mm_changed,
-		       (unsigned long long)ty->resolved,
-		       base ? 100.0 * ty->resolved / base : 0.0,
-		       (unsigned long long)ty->unresolved,
-		       (unsigned long long)ty->wrong);
+	ksft_print_msg(
+		"%s: %llu samples (%llu without cookie, %llu in the entry sampling stopped in, %llu without record), %d records, %llu lost; %llu user addresses, %llu of them no code address, %llu unresolved past one, %llu in MM_CHANGED records: %llu resolved (%.3f%% of the code addresses before any, MM_CHANGED aside), %llu unresolved, %llu wrong\n",
+		what, (unsigned long long)ty->samples,
+		(unsigned long long)ty->zero_cookie,
+		(unsigned long long)ty->at_stop,
+		(unsigned long long)ty->no_record, t->nr_r,
+		(unsigned long long)t->lost,
+		(unsigned long long)ty->addrs,
+		(unsigned long long)ty->not_code,
+		(unsigned long long)ty->past_stop,
+		(unsigned long long)ty->mm_changed,
+		(unsigned long long)ty->resolved,
+		base ? 100.0 * ty->resolved / base : 0.0,
+		(unsigned long long)ty->unresolved,
+		(unsigned long long)ty->wrong);
 	if (ty->wrong)
 		ksft_print_msg("first wrong address: %s\n", ty->first_wrong);
 	for (int i = 0; i < 3 && ty->unresolved_eg[i][0]; i++)
@@ -494,11 +495,12 @@ TEST(resolve_self)
 		}
 		kernel_mode += t.s[i].kernel && r;
 	}
-	ksft_print_msg("addresses in the dlopen()ed library (pgoff != 0): %llu, JIT page: %llu, vDSO: %llu; samples in the kernel with a record: %llu\n",
-		       (unsigned long long)in_lib,
-		       (unsigned long long)in_jit,
-		       (unsigned long long)in_vdso,
-		       (unsigned long long)kernel_mode);
+	ksft_print_msg(
+		"addresses in the dlopen()ed library (pgoff != 0): %llu, JIT page: %llu, vDSO: %llu; samples in the kernel with a record: %llu\n",
+		(unsigned long long)in_lib,
+		(unsigned long long)in_jit,
+		(unsigned long long)in_vdso,
+		(unsigned long long)kernel_mode);
 
 	expect_exact(_metadata, &t, &ty, 100, false, 999);
 	/*
@@ -717,9 +719,10 @@ static void run_special(struct __test_metadata *_metadata,
 			       bm ? bm->build_id_size : -1);
 		}
 	}
-	ksft_print_msg("%s: %llu samples in the mapping, %llu as expected, %llu unreadable until the note was read\n",
-		       what, (unsigned long long)hits,
-		       (unsigned long long)ok, (unsigned long long)pending);
+	ksft_print_msg(
+		"%s: %llu samples in the mapping, %llu as expected, %llu unreadable until the note was read\n",
+		what, (unsigned long long)hits,
+		(unsigned long long)ok, (unsigned long long)pending);
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_LT(0, hits);
 	EXPECT_LT(0, ok);
@@ -803,7 +806,8 @@ TEST_F(special, run)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		cached = first_page_cached(fd);
 		if (cached)
-			SKIP(return, "the filesystem of %s keeps its page cache (mincore %d): cannot test a cold note",
+			SKIP(return,
+			     "the filesystem of %s keeps its page cache (mincore %d): cannot test a cold note",
 			     variant->lib, cached);
 		sm->want_flags = 0;
 		sm->deny_flags = PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
@@ -1159,8 +1163,9 @@ TEST(stashes_freed)
 	for (i = 0; i < 4; i++)
 		bido_tp_close(&tp[i]);
 
-	ksft_print_msg("stashes_freed: %lld tables and stashes made with 8 threads sampled, %lld once the event was closed; per-task states %lld and %lld (spares included)\n",
-		       during, after, t_during, t_after);
+	ksft_print_msg(
+		"stashes_freed: %lld tables and stashes made with 8 threads sampled, %lld once the event was closed; per-task states %lld and %lld (spares included)\n",
+		during, after, t_during, t_after);
 	ASSERT_NE(LLONG_MIN, during);
 	EXPECT_LE(8, during);
 	EXPECT_LE(after, during - 8);
@@ -1472,13 +1477,14 @@ TEST(deferred_callchain)
 			       (unsigned long long)s->addrs[2 % s->nr],
 			       (unsigned long long)s->addrs[3 % s->nr]);
 	}
-	ksft_print_msg("deferred_callchain: %d samples, %llu with a deferred callchain (%llu in user mode without), %llu with user frames inline; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs; cookies equal in %llu of %llu; %llu samples in the spin, %llu with exactly the made-up frames, %llu where the frame pointer was not yet or no longer set\n",
-		       t.nr_s, (unsigned long long)deferred,
-		       (unsigned long long)user_no_defer,
-		       (unsigned long long)inline_user, t.nr_d, dup, missing,
-		       (unsigned long long)same, (unsigned long long)both,
-		       (unsigned long long)in_spin, (unsigned long long)exact,
-		       (unsigned long long)outside);
+	ksft_print_msg(
+		"deferred_callchain: %d samples, %llu with a deferred callchain (%llu in user mode without), %llu with user frames inline; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs; cookies equal in %llu of %llu; %llu samples in the spin, %llu with exactly the made-up frames, %llu where the frame pointer was not yet or no longer set\n",
+		t.nr_s, (unsigned long long)deferred,
+		(unsigned long long)user_no_defer,
+		(unsigned long long)inline_user, t.nr_d, dup, missing,
+		(unsigned long long)same, (unsigned long long)both,
+		(unsigned long long)in_spin, (unsigned long long)exact,
+		(unsigned long long)outside);
 
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, NULL, &ty, NULL, NULL);
@@ -1578,11 +1584,12 @@ TEST(cpu_wide_migrate)
 	}
 	for (k = 0; k < t.nr_r; k++)
 		kthread_cookies += is_kthread(t.r[k].pid);
-	ksft_print_msg("cpu_wide_migrate: %llu records written on another CPU than their sample, %llu of them of user-mode samples; %llu kernel-thread samples, %llu of them with a cookie or a record\n",
-		       (unsigned long long)moved,
-		       (unsigned long long)user_moved,
-		       (unsigned long long)kthread_samples,
-		       (unsigned long long)kthread_cookies);
+	ksft_print_msg(
+		"cpu_wide_migrate: %llu records written on another CPU than their sample, %llu of them of user-mode samples; %llu kernel-thread samples, %llu of them with a cookie or a record\n",
+		(unsigned long long)moved,
+		(unsigned long long)user_moved,
+		(unsigned long long)kthread_samples,
+		(unsigned long long)kthread_cookies);
 	expect_exact(_metadata, &t, &ty, 50, false, 999);
 	EXPECT_EQ(0, kthread_cookies);
 	EXPECT_LT(0, kthread_samples);
@@ -1677,14 +1684,15 @@ TEST(cookie_per_entry)
 			dup_records += t.r[k].cookie == t.r[i].cookie;
 		maps_changed += !!(t.r[i].flags & PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED);
 	}
-	ksft_print_msg("cookie_per_entry: %d samples, %d records; %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records, %llu with MAPS_CHANGED\n",
-		       t.nr_s, t.nr_r, (unsigned long long)shared,
-		       (unsigned long long)user_shared,
-		       (unsigned long long)earlier,
-		       (unsigned long long)not_last,
-		       (unsigned long long)not_covered,
-		       (unsigned long long)dup_records,
-		       (unsigned long long)maps_changed);
+	ksft_print_msg(
+		"cookie_per_entry: %d samples, %d records; %llu samples sharing a cookie with a later one, %llu pairs in user mode at different IPs without an earlier record, %llu samples naming an earlier record (%llu not the last one, %llu addresses it does not cover), %llu duplicate records, %llu with MAPS_CHANGED\n",
+		t.nr_s, t.nr_r, (unsigned long long)shared,
+		(unsigned long long)user_shared,
+		(unsigned long long)earlier,
+		(unsigned long long)not_last,
+		(unsigned long long)not_covered,
+		(unsigned long long)dup_records,
+		(unsigned long long)maps_changed);
 	EXPECT_EQ(0, t.bad_records);
 	/* One thread, and its system calls map nothing */
 	EXPECT_EQ(0, maps_changed);
@@ -1732,8 +1740,9 @@ TEST(maps_changed)
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, NULL, &ty, NULL, NULL);
 	tally_print("maps_changed", &ty, &t);
-	ksft_print_msg("maps_changed: %d records, %llu with MAPS_CHANGED; %lu map/unmap rounds beside\n",
-		       t.nr_r, (unsigned long long)flagged, iters);
+	ksft_print_msg(
+		"maps_changed: %d records, %llu with MAPS_CHANGED; %lu map/unmap rounds beside\n",
+		t.nr_r, (unsigned long long)flagged, iters);
 	expect_exact(_metadata, &t, &ty, 20, false, 999);
 	EXPECT_LT(0, flagged);
 	free(m.v);
@@ -1794,8 +1803,9 @@ TEST(compat32)
 				   bm->build_id_size == 20;
 		}
 	}
-	ksft_print_msg("compat32: %llu addresses in the 32-bit program resolved with its build-ID\n",
-		       (unsigned long long)in_prog);
+	ksft_print_msg(
+		"compat32: %llu addresses in the 32-bit program resolved with its build-ID\n",
+		(unsigned long long)in_prog);
 	/*
 	 * 99%, not 99.9%: the 32-bit libc's assembly string functions keep
 	 * no frame pointer, and perf's walk then takes stale code pointers
@@ -1849,9 +1859,10 @@ TEST(full_buffer)
 		unjoined += t.s[i].cookie &&
 			    !find_record(&t, t.s[i].tid, t.s[i].cookie) &&
 			    !last_of_tid(&t, i);
-	ksft_print_msg("full_buffer: %d samples and %d records kept, %llu lost; %llu kept samples without their record\n",
-		       t.nr_s, t.nr_r, (unsigned long long)t.lost,
-		       (unsigned long long)unjoined);
+	ksft_print_msg(
+		"full_buffer: %d samples and %d records kept, %llu lost; %llu kept samples without their record\n",
+		t.nr_s, t.nr_r, (unsigned long long)t.lost,
+		(unsigned long long)unjoined);
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_LT(0, t.lost);
 	/* Each kept sample without its record: that record was lost */
@@ -1929,10 +1940,11 @@ TEST(no_room_reuse)
 		no_room = bido_tp_read(&tp);
 		bido_tp_close(&tp);
 	}
-	ksft_print_msg("no_room_reuse: %d rounds, %d samples and %d records kept, %llu lost, %lld records among them (tracepoint); %llu user-mode samples without their record, %llu more naming one of those at another IP, %llu at the same IP\n",
-		       rounds, t.nr_s, t.nr_r, (unsigned long long)t.lost, no_room,
-		       (unsigned long long)lost_cookies,
-		       (unsigned long long)named_lost, (unsigned long long)same_ip);
+	ksft_print_msg(
+		"no_room_reuse: %d rounds, %d samples and %d records kept, %llu lost, %lld records among them (tracepoint); %llu user-mode samples without their record, %llu more naming one of those at another IP, %llu at the same IP\n",
+		rounds, t.nr_s, t.nr_r, (unsigned long long)t.lost, no_room,
+		(unsigned long long)lost_cookies,
+		(unsigned long long)named_lost, (unsigned long long)same_ip);
 	EXPECT_EQ(0, t.bad_records);
 	/*
 	 * Else the test tested nothing: something was lost, and where the
@@ -2025,11 +2037,12 @@ TEST(stack_dump)
 			}
 		}
 	}
-	ksft_print_msg("stack_dump: %d samples, %llu with their record, %d records, %llu lost; %llu code addresses in the dumps, %llu of the library, %llu not covered (e.g. %#llx)\n",
-		       t.nr_s, (unsigned long long)joined, t.nr_r,
-		       (unsigned long long)t.lost, (unsigned long long)code,
-		       (unsigned long long)in_lib, (unsigned long long)uncovered,
-		       (unsigned long long)example);
+	ksft_print_msg(
+		"stack_dump: %d samples, %llu with their record, %d records, %llu lost; %llu code addresses in the dumps, %llu of the library, %llu not covered (e.g. %#llx)\n",
+		t.nr_s, (unsigned long long)joined, t.nr_r,
+		(unsigned long long)t.lost, (unsigned long long)code,
+		(unsigned long long)in_lib, (unsigned long long)uncovered,
+		(unsigned long long)example);
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	ASSERT_LT(0, joined);
 	/* Else the dumps never reached the frame that holds the address */
@@ -2150,14 +2163,15 @@ TEST(no_frame_pointers)
 		}
 
 		if (mode == NOFP_DWARF) {
-			ksft_print_msg("%s: %d samples, %d records, %llu lost; %llu code addresses in the dumps: %llu not covered, %llu wrong; %llu IPs and %llu other words in the library\n",
-				       names[mode], t.nr_s, t.nr_r,
-				       (unsigned long long)t.lost,
-				       (unsigned long long)code,
-				       (unsigned long long)uncovered,
-				       (unsigned long long)wrong,
-				       (unsigned long long)in_lib,
-				       (unsigned long long)lib_callers);
+			ksft_print_msg(
+				"%s: %d samples, %d records, %llu lost; %llu code addresses in the dumps: %llu not covered, %llu wrong; %llu IPs and %llu other words in the library\n",
+				names[mode], t.nr_s, t.nr_r,
+				(unsigned long long)t.lost,
+				(unsigned long long)code,
+				(unsigned long long)uncovered,
+				(unsigned long long)wrong,
+				(unsigned long long)in_lib,
+				(unsigned long long)lib_callers);
 			EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 			EXPECT_EQ(0, t.lost);
 			EXPECT_LT(50, t.nr_s);
@@ -2166,10 +2180,11 @@ TEST(no_frame_pointers)
 		} else {
 			join(&t, &m, NULL, &ty, NULL, NULL);
 			tally_print(names[mode], &ty, &t);
-			ksft_print_msg("%s: %llu IPs and %llu callers in the library; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs\n",
-				       names[mode], (unsigned long long)in_lib,
-				       (unsigned long long)lib_callers, t.nr_d,
-				       dup, missing);
+			ksft_print_msg(
+				"%s: %llu IPs and %llu callers in the library; %d CALLCHAIN_DEFERRED records (%d twice), %d samples without theirs\n",
+				names[mode], (unsigned long long)in_lib,
+				(unsigned long long)lib_callers, t.nr_d,
+				dup, missing);
 			expect_exact(_metadata, &t, &ty, 50, false, 999);
 		}
 		/* The workload ran in the library */
@@ -2222,8 +2237,9 @@ TEST(close_pending)
 			munmap(rb.pg, 9 * page);
 		rounds++;
 	}
-	ksft_print_msg("close_pending: %d events closed or unmapped with samples of the entry pending\n",
-		       rounds);
+	ksft_print_msg(
+		"close_pending: %d events closed or unmapped with samples of the entry pending\n",
+		rounds);
 	EXPECT_EQ(100, rounds);
 }
 

@@ -364,20 +364,22 @@ TEST(malformed_elf)
 	for (i = 0; i < CORPUS_N; i++) {
 		struct corpus_file *f = &cf[i];
 
-		ksft_print_msg("%-26s %3d records, %3d as expected (%s; NO_BUILD_ID %d, UNREADABLE %d): %s\n",
-			       corpus[i].name, f->hits, f->ok,
-			       !f->code ? "no map" :
-			       corpus[i].want_bid ? "build-ID" : "none",
-			       f->no_bid, f->unreadable, corpus[i].how);
+		ksft_print_msg(
+			"%-26s %3d records, %3d as expected (%s; NO_BUILD_ID %d, UNREADABLE %d): %s\n",
+			corpus[i].name, f->hits, f->ok,
+			!f->code ? "no map" :
+			corpus[i].want_bid ? "build-ID" : "none",
+			f->no_bid, f->unreadable, corpus[i].how);
 		if (f->first_wrong[0])
 			ksft_print_msg("%-26s first wrong: %s\n",
 				       corpus[i].name, f->first_wrong);
 		EXPECT_EQ(f->hits, f->ok) TH_LOG("%s", corpus[i].name);
 	}
-	ksft_print_msg("malformed_elf: %d files, %d samples, %d records, %d samples in the made-up frames with their record, %llu lost, %u wrong, %u unresolved, %d bad records%s%s\n",
-		       (int)CORPUS_N, t.nr_s, t.nr_r, hits,
-		       (unsigned long long)t.lost, wrong, missing, t.bad_records,
-		       t.bad_records ? ", first: " : "", t.why);
+	ksft_print_msg(
+		"malformed_elf: %d files, %d samples, %d records, %d samples in the made-up frames with their record, %llu lost, %u wrong, %u unresolved, %d bad records%s%s\n",
+		(int)CORPUS_N, t.nr_s, t.nr_r, hits,
+		(unsigned long long)t.lost, wrong, missing, t.bad_records,
+		t.bad_records ? ", first: " : "", t.why);
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_LT(0, hits);
 	EXPECT_EQ(0, wrong);

@@ -470,10 +470,11 @@ static bool fs_child_done(struct __test_metadata *_metadata, pid_t pid,
 		return false;
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("child status %#x", status);
-	ksft_print_msg("%s: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost\n",
-		       name, sh->nr_s, sh->nr_r, sh->hits, sh->ft.nrec, sh->ft.ok,
-		       sh->ft.unreadable, sh->ft.wrong,
-		       (unsigned long long)sh->lost);
+	ksft_print_msg(
+		"%s: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost\n",
+		name, sh->nr_s, sh->nr_r, sh->hits, sh->ft.nrec, sh->ft.ok,
+		sh->ft.unreadable, sh->ft.wrong,
+		(unsigned long long)sh->lost);
 	EXPECT_EQ(0, sh->bad) TH_LOG("%s", sh->why);
 	EXPECT_EQ(0, sh->ft.wrong) TH_LOG("%s", sh->ft.why);
 	/*
@@ -580,9 +581,10 @@ static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 	rounds = __atomic_load_n(&sh->rounds, __ATOMIC_RELAXED) - rounds;
 	unreadable = __atomic_load_n(&sh->unreadable, __ATOMIC_RELAXED) -
 		     unreadable;
-	ksft_print_msg("while the note's read was held for %d s: %d sampling rounds and %d more unreadable records of the task, %d mmap()/munmap() pairs by another of its threads, %d of %d looks at its kernel stack in FUSE\n",
-		       FS_HOLD_S, rounds, unreadable, fs_mmaps(sh) - mmaps,
-		       in_work, FS_HOLD_S * 10);
+	ksft_print_msg(
+		"while the note's read was held for %d s: %d sampling rounds and %d more unreadable records of the task, %d mmap()/munmap() pairs by another of its threads, %d of %d looks at its kernel stack in FUSE\n",
+		FS_HOLD_S, rounds, unreadable, fs_mmaps(sh) - mmaps,
+		in_work, FS_HOLD_S * 10);
 	EXPECT_LT(0, rounds) TH_LOG("the task made no progress while the read was held");
 	EXPECT_LT(0, unreadable) TH_LOG("no record came while the read was held");
 	EXPECT_EQ(0, in_work) TH_LOG("the task waits for FUSE: %s", stack);
@@ -613,8 +615,9 @@ static void fs_case(struct __test_metadata *_metadata, enum fs_mode mode)
 		umount2(dir, MNT_FORCE);	/* aborts the connection */
 		break;
 	}
-	ksft_print_msg("server: %d reads, %d interrupts, %d reads failed with EINTR, %d replies refused\n",
-		       s.reads, s.interrupts, s.failed_eintr, s.errors);
+	ksft_print_msg(
+		"server: %d reads, %d interrupts, %d reads failed with EINTR, %d replies refused\n",
+		s.reads, s.interrupts, s.failed_eintr, s.errors);
 	EXPECT_EQ(0, s.errors);
 out:
 	if (!ended) {

@@ -675,8 +675,8 @@ static void fz_check_sample(const struct perf_event_header *h)
 	if ((st & PERF_SAMPLE_DATA_SRC) && fz_take(&c) != FZ_MEM_NA &&
 	    !c.overrun && !why)
 		why = empty_dump ?
-		      "data_src of a software event is not PERF_MEM_NA, after an empty user stack dump (stack_user_empty_dump)" :
-		      "data_src of a software event is not PERF_MEM_NA";
+		      "data_src of a software event is not PERF_MEM_NA, after an empty user stack dump (stack_user_empty_dump)"
+		      : "data_src of a software event is not PERF_MEM_NA";
 	if (st & PERF_SAMPLE_TRANSACTION)
 		fz_take(&c);
 	if ((st & PERF_SAMPLE_REGS_INTR) && !why)
@@ -1143,11 +1143,12 @@ TEST(fuzz)
 	pthread_mutex_init(&fz.lock, NULL);
 	for (i = 0; i < FZ_SLOTS; i++)
 		fz.slot[i].fd = -1;
-	ksft_print_msg("fuzz: seed %llu, %d iterations%s (replay: BIDO_FUZZ_SEED=%llu BIDO_FUZZ_ITERS=%d%s)\n",
-		       (unsigned long long)fz.seed, fz.iters,
-		       fz.avoid_known ? ", avoiding the known bad stack dumps" : "",
-		       (unsigned long long)fz.seed, fz.iters,
-		       fz.avoid_known ? " BIDO_FUZZ_AVOID_KNOWN=1" : "");
+	ksft_print_msg(
+		"fuzz: seed %llu, %d iterations%s (replay: BIDO_FUZZ_SEED=%llu BIDO_FUZZ_ITERS=%d%s)\n",
+		(unsigned long long)fz.seed, fz.iters,
+		fz.avoid_known ? ", avoiding the known bad stack dumps" : "",
+		(unsigned long long)fz.seed, fz.iters,
+		fz.avoid_known ? " BIDO_FUZZ_AVOID_KNOWN=1" : "");
 
 	ASSERT_EQ(0, pthread_create(&worker, NULL, fz_worker, NULL));
 	while (!__atomic_load_n(&fz.worker_tid, __ATOMIC_ACQUIRE))
@@ -1170,36 +1171,40 @@ TEST(fuzz)
 			len += snprintf(errs + len, sizeof(errs) - len, " %s %llu",
 					e ? strerrorname_np(e) : "other",
 					(unsigned long long)fz.by_errno[e]);
-	ksft_print_msg("fuzz: seed %llu, %d iterations in %.1f s: %llu opens, %llu accepted (%llu with BUILD_ID_OFFSET, %llu with defer_output), rejected:%s\n",
-		       (unsigned long long)fz.seed, fz.iters,
-		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9,
-		       (unsigned long long)fz.opens,
-		       (unsigned long long)fz.accepted,
-		       (unsigned long long)fz.accepted_bido,
-		       (unsigned long long)fz.accepted_defer, errs);
-	ksft_print_msg("fuzz: records: %llu samples (%llu with a cookie), %llu build-ID offset records with %llu maps, %llu deferred callchains with %llu frames, %llu others; lost %llu records, %llu samples; %llu bad, %llu more after an empty user stack dump\n",
-		       (unsigned long long)fz.samples,
-		       (unsigned long long)fz.cookies,
-		       (unsigned long long)fz.bido_records,
-		       (unsigned long long)fz.bido_maps,
-		       (unsigned long long)fz.deferred,
-		       (unsigned long long)fz.deferred_ips,
-		       (unsigned long long)fz.other,
-		       (unsigned long long)fz.lost,
-		       (unsigned long long)fz.lost_samples,
-		       (unsigned long long)fz.bad,
-		       (unsigned long long)fz.known);
-	ksft_print_msg("fuzz: operations: %llu ioctls (%llu succeeded), %llu mmaps (%llu failed), %llu munmaps, %llu closes, %llu children, %llu by the helper thread\n",
-		       (unsigned long long)fz.ioctls,
-		       (unsigned long long)fz.ioctl_ok,
-		       (unsigned long long)fz.maps,
-		       (unsigned long long)fz.map_fail,
-		       (unsigned long long)fz.unmaps,
-		       (unsigned long long)fz.closes,
-		       (unsigned long long)fz.children,
-		       (unsigned long long)fz.helper_ops);
-	ksft_print_msg("fuzz: seconds spent opening %.1f, forking %.1f, waiting for children %.1f, draining %.1f, closing %.1f\n",
-		       fz.t_open, fz.t_fork, fz.t_wait, fz.t_drain, fz.t_close);
+	ksft_print_msg(
+		"fuzz: seed %llu, %d iterations in %.1f s: %llu opens, %llu accepted (%llu with BUILD_ID_OFFSET, %llu with defer_output), rejected:%s\n",
+		(unsigned long long)fz.seed, fz.iters,
+		t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+		(unsigned long long)fz.opens,
+		(unsigned long long)fz.accepted,
+		(unsigned long long)fz.accepted_bido,
+		(unsigned long long)fz.accepted_defer, errs);
+	ksft_print_msg(
+		"fuzz: records: %llu samples (%llu with a cookie), %llu build-ID offset records with %llu maps, %llu deferred callchains with %llu frames, %llu others; lost %llu records, %llu samples; %llu bad, %llu more after an empty user stack dump\n",
+		(unsigned long long)fz.samples,
+		(unsigned long long)fz.cookies,
+		(unsigned long long)fz.bido_records,
+		(unsigned long long)fz.bido_maps,
+		(unsigned long long)fz.deferred,
+		(unsigned long long)fz.deferred_ips,
+		(unsigned long long)fz.other,
+		(unsigned long long)fz.lost,
+		(unsigned long long)fz.lost_samples,
+		(unsigned long long)fz.bad,
+		(unsigned long long)fz.known);
+	ksft_print_msg(
+		"fuzz: operations: %llu ioctls (%llu succeeded), %llu mmaps (%llu failed), %llu munmaps, %llu closes, %llu children, %llu by the helper thread\n",
+		(unsigned long long)fz.ioctls,
+		(unsigned long long)fz.ioctl_ok,
+		(unsigned long long)fz.maps,
+		(unsigned long long)fz.map_fail,
+		(unsigned long long)fz.unmaps,
+		(unsigned long long)fz.closes,
+		(unsigned long long)fz.children,
+		(unsigned long long)fz.helper_ops);
+	ksft_print_msg(
+		"fuzz: seconds spent opening %.1f, forking %.1f, waiting for children %.1f, draining %.1f, closing %.1f\n",
+		fz.t_open, fz.t_fork, fz.t_wait, fz.t_drain, fz.t_close);
 	if (fz.unexpected)
 		ksft_print_msg("fuzz: %llu undocumented errors, first: %s\n",
 			       (unsigned long long)fz.unexpected,

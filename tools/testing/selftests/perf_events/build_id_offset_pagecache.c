@@ -99,21 +99,24 @@ TEST(pageout)
 		madvise(base + PG, PG, MADV_DONTNEED);
 		posix_fadvise(fd, PG, PG, POSIX_FADV_DONTNEED);
 	}
-	ksft_print_msg("note page resident: %d before, %d after MADV_PAGEOUT (%s), %d after MADV_DONTNEED + POSIX_FADV_DONTNEED\n",
-		       before, after, paged ? strerror(-paged) : "ok",
-		       page_resident(base + PG));
+	ksft_print_msg(
+		"note page resident: %d before, %d after MADV_PAGEOUT (%s), %d after MADV_DONTNEED + POSIX_FADV_DONTNEED\n",
+		before, after, paged ? strerror(-paged) : "ok",
+		page_resident(base + PG));
 	if (page_resident(base + PG))
-		SKIP(goto out, "the filesystem of %.200s keeps its pages (mincore): cannot evict the note",
+		SKIP(goto out,
+		     "the filesystem of %.200s keeps its pages (mincore): cannot evict the note",
 		     path);
 
 	addr = (uintptr_t)base + len - PG + 0x40;
 	ASSERT_EQ(0, bido_open(&rb));
 	hits = sample_fake(&rb, &t, &addr, 1, 5, 10.0);
 	file_tally(&t, addr, (uintptr_t)base, (uintptr_t)base + len, bid, &ft);
-	ksft_print_msg("pageout: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost; note page resident after: %d\n",
-		       t.nr_s, t.nr_r, hits, ft.nrec, ft.ok, ft.unreadable,
-		       ft.wrong, (unsigned long long)t.lost,
-		       page_resident(base + PG));
+	ksft_print_msg(
+		"pageout: %d samples, %d records, %d samples in the made-up frame with their record, %d records for it: %d with the build-ID, %d unreadable, %d wrong; %llu lost; note page resident after: %d\n",
+		t.nr_s, t.nr_r, hits, ft.nrec, ft.ok, ft.unreadable,
+		ft.wrong, (unsigned long long)t.lost,
+		page_resident(base + PG));
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	EXPECT_LT(0, ft.nrec);
 	EXPECT_EQ(0, ft.wrong) TH_LOG("%s", ft.why);
@@ -325,11 +328,12 @@ TEST(shared_writer)
 
 	rw_tally(&t, &f, a, b, counts, &transitions, first_wrong,
 		 sizeof(first_wrong));
-	ksft_print_msg("shared_writer: %lu writes through the mapping, %lu by pwrite(); %d samples, %d records, %d samples in the made-up frame with their record; of the records for it: %d A, %d B, %d mixed, %d unreadable, %d wrong; %d changes between A and B seen; %llu lost\n",
-		       w.by_mmap, w.by_pwrite, t.nr_s, t.nr_r, hits,
-		       counts[V_A], counts[V_B], counts[V_MIXED],
-		       counts[V_UNREADABLE], counts[V_WRONG], transitions,
-		       (unsigned long long)t.lost);
+	ksft_print_msg(
+		"shared_writer: %lu writes through the mapping, %lu by pwrite(); %d samples, %d records, %d samples in the made-up frame with their record; of the records for it: %d A, %d B, %d mixed, %d unreadable, %d wrong; %d changes between A and B seen; %llu lost\n",
+		w.by_mmap, w.by_pwrite, t.nr_s, t.nr_r, hits,
+		counts[V_A], counts[V_B], counts[V_MIXED],
+		counts[V_UNREADABLE], counts[V_WRONG], transitions,
+		(unsigned long long)t.lost);
 	if (first_wrong[0])
 		ksft_print_msg("first wrong: %s\n", first_wrong);
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
@@ -403,12 +407,13 @@ TEST(shared_writer_settled)
 		/* Counted as "A": the file's; as "B": the one before */
 		rw_tally(&t, &f, want, old, counts, NULL, first_wrong,
 			 sizeof(first_wrong));
-		ksft_print_msg("settled, %s: %d samples, %d records, %d samples in the made-up frame with their record; of the records for it: %d with the file's build-ID, %d with the one before, %d unreadable, %d wrong%s%s\n",
-			       step[i].what, t.nr_s, t.nr_r, hits, counts[V_A],
-			       want[0] == old[0] ? 0 : counts[V_B],
-			       counts[V_UNREADABLE],
-			       counts[V_WRONG] + counts[V_MIXED],
-			       first_wrong[0] ? ": " : "", first_wrong);
+		ksft_print_msg(
+			"settled, %s: %d samples, %d records, %d samples in the made-up frame with their record; of the records for it: %d with the file's build-ID, %d with the one before, %d unreadable, %d wrong%s%s\n",
+			step[i].what, t.nr_s, t.nr_r, hits, counts[V_A],
+			want[0] == old[0] ? 0 : counts[V_B],
+			counts[V_UNREADABLE],
+			counts[V_WRONG] + counts[V_MIXED],
+			first_wrong[0] ? ": " : "", first_wrong);
 		EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 		EXPECT_LT(0, hits);
 		EXPECT_EQ(0, counts[V_B] + counts[V_MIXED] + counts[V_WRONG])

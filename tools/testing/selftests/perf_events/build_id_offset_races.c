@@ -261,27 +261,29 @@ static void join(struct trace *t, struct maps *m, struct tally *ty,
 
 static void tally_print(const char *what, struct tally *ty, struct trace *t)
 {
-	ksft_print_msg("%s: %llu samples (%llu without cookie, %llu joined, %llu in a last entry, %llu excused, %llu in %llu entries without record), %d records (%d duplicate), %llu lost\n",
-		       what, (unsigned long long)ty->samples,
-		       (unsigned long long)ty->zero_cookie,
-		       (unsigned long long)ty->joined,
-		       (unsigned long long)ty->at_stop,
-		       (unsigned long long)ty->excused,
-		       (unsigned long long)ty->unjoined,
-		       (unsigned long long)ty->unjoined_entries, t->nr_r,
-		       t->dup_records, (unsigned long long)t->lost);
+	ksft_print_msg(
+		"%s: %llu samples (%llu without cookie, %llu joined, %llu in a last entry, %llu excused, %llu in %llu entries without record), %d records (%d duplicate), %llu lost\n",
+		what, (unsigned long long)ty->samples,
+		(unsigned long long)ty->zero_cookie,
+		(unsigned long long)ty->joined,
+		(unsigned long long)ty->at_stop,
+		(unsigned long long)ty->excused,
+		(unsigned long long)ty->unjoined,
+		(unsigned long long)ty->unjoined_entries, t->nr_r,
+		t->dup_records, (unsigned long long)t->lost);
 	/* Slow perf interrupts (an emulated machine) lower the rate */
 	ksft_print_msg("%s: %llu times throttled; perf_event_max_sample_rate now %d\n",
 		       what, (unsigned long long)t->throttled,
 		       read_int(MAX_RATE));
-	ksft_print_msg("%s: %llu user addresses: %llu resolved, %llu unresolved, %llu no code, %llu anonymous, %llu mm-changed, %llu wrong\n",
-		       what, (unsigned long long)ty->addrs,
-		       (unsigned long long)ty->resolved,
-		       (unsigned long long)ty->unresolved,
-		       (unsigned long long)ty->not_code,
-		       (unsigned long long)ty->anon,
-		       (unsigned long long)ty->mm_changed,
-		       (unsigned long long)ty->wrong);
+	ksft_print_msg(
+		"%s: %llu user addresses: %llu resolved, %llu unresolved, %llu no code, %llu anonymous, %llu mm-changed, %llu wrong\n",
+		what, (unsigned long long)ty->addrs,
+		(unsigned long long)ty->resolved,
+		(unsigned long long)ty->unresolved,
+		(unsigned long long)ty->not_code,
+		(unsigned long long)ty->anon,
+		(unsigned long long)ty->mm_changed,
+		(unsigned long long)ty->wrong);
 	if (ty->wrong)
 		ksft_print_msg("%s: first wrong address: %s\n", what,
 			       ty->first_wrong);
@@ -555,12 +557,13 @@ static void run_inherited(struct __test_metadata *_metadata, const char *what,
 	/* Forked without exec: our file mappings are theirs */
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, &ty, NULL, NULL, NULL);
-	ksft_print_msg("%s: %llu rounds, %llu threads exited, %llu groups exited, %llu processes forked, %llu failed; %d tasks sampled\n",
-		       what, (unsigned long long)c->rounds,
-		       (unsigned long long)c->threads,
-		       (unsigned long long)c->groups,
-		       (unsigned long long)c->forks,
-		       (unsigned long long)c->failures, count_tids(&t));
+	ksft_print_msg(
+		"%s: %llu rounds, %llu threads exited, %llu groups exited, %llu processes forked, %llu failed; %d tasks sampled\n",
+		what, (unsigned long long)c->rounds,
+		(unsigned long long)c->threads,
+		(unsigned long long)c->groups,
+		(unsigned long long)c->forks,
+		(unsigned long long)c->failures, count_tids(&t));
 	tally_print(what, &ty, &t);
 
 	EXPECT_EQ(0, c->failures);
@@ -935,9 +938,10 @@ TEST_F(two_sessions, run)
 			child_recs[s] += t[s].r[i].pid == (uint32_t)child;
 		unnamed = unnamed_records(&t[s]);
 		tally_print(name[s], &ty[s], &t[s]);
-		ksft_print_msg("%s: %llu records of the sampled process, %d deferred callchains, %d records named by none of its samples\n",
-			       name[s], (unsigned long long)child_recs[s],
-			       t[s].nr_d, unnamed);
+		ksft_print_msg(
+			"%s: %llu records of the sampled process, %d deferred callchains, %d records named by none of its samples\n",
+			name[s], (unsigned long long)child_recs[s],
+			t[s].nr_d, unnamed);
 		EXPECT_EQ(0, t[s].bad_records) TH_LOG("%s", t[s].why);
 		EXPECT_EQ(0, t[s].dup_records);
 		EXPECT_EQ(0, ty[s].wrong) TH_LOG("%s", ty[s].first_wrong);
@@ -1110,12 +1114,13 @@ TEST(signal_entry)
 		}
 	}
 	tally_print("signal_entry", &ty, &t);
-	ksft_print_msg("signal_entry: %llu system calls, %llu signals sent; %llu addresses in the handler, %llu of them not in the record of their cookie%s%s\n",
-		       (unsigned long long)sg.calls,
-		       (unsigned long long)signals,
-		       (unsigned long long)in_handler,
-		       (unsigned long long)handler_unresolved,
-		       eg[0] ? ", first: " : "", eg);
+	ksft_print_msg(
+		"signal_entry: %llu system calls, %llu signals sent; %llu addresses in the handler, %llu of them not in the record of their cookie%s%s\n",
+		(unsigned long long)sg.calls,
+		(unsigned long long)signals,
+		(unsigned long long)in_handler,
+		(unsigned long long)handler_unresolved,
+		eg[0] ? ", first: " : "", eg);
 
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_EQ(0, t.dup_records);
@@ -1515,18 +1520,19 @@ TEST_F(exec, run)
 	if (res->bad_records)
 		ksft_print_msg("%s: first bad record: %s\n", variant->name,
 			       res->why);
-	ksft_print_msg("%s: %d execs seen; %llu samples before the first; %llu samples in the helper, %llu of its addresses resolved, %llu wrong; %llu records with its build-ID; %llu MM_CHANGED records, %llu missing, %llu spurious; re-open after exec: %s\n",
-		       variant->name, res->execs,
-		       (unsigned long long)res->pre_exec_samples,
-		       (unsigned long long)res->helper_samples,
-		       (unsigned long long)res->helper_resolved,
-		       (unsigned long long)res->helper_wrong,
-		       (unsigned long long)res->helper_maps,
-		       (unsigned long long)res->mm_changed,
-		       (unsigned long long)res->missed_mm_changed,
-		       (unsigned long long)res->spurious_mm_changed,
-		       res->reopen_errno < 0 ? "not tried" :
-		       strerror(res->reopen_errno));
+	ksft_print_msg(
+		"%s: %d execs seen; %llu samples before the first; %llu samples in the helper, %llu of its addresses resolved, %llu wrong; %llu records with its build-ID; %llu MM_CHANGED records, %llu missing, %llu spurious; re-open after exec: %s\n",
+		variant->name, res->execs,
+		(unsigned long long)res->pre_exec_samples,
+		(unsigned long long)res->helper_samples,
+		(unsigned long long)res->helper_resolved,
+		(unsigned long long)res->helper_wrong,
+		(unsigned long long)res->helper_maps,
+		(unsigned long long)res->mm_changed,
+		(unsigned long long)res->missed_mm_changed,
+		(unsigned long long)res->spurious_mm_changed,
+		res->reopen_errno < 0 ? "not tried" :
+		strerror(res->reopen_errno));
 	if (res->helper_wrong)
 		ksft_print_msg("%s: first wrong helper address: %s\n",
 			       variant->name, res->helper_why);
@@ -1915,15 +1921,16 @@ TEST_F(close_races, run)
 		}
 		break;
 	}
-	ksft_print_msg("%s: %llu iterations, %llu events dropped with work pending; read before: %llu samples, %llu records, %llu lost, %llu bad; %llu failures%s%s\n",
-		       name, (unsigned long long)c->iterations,
-		       (unsigned long long)c->events,
-		       (unsigned long long)c->samples,
-		       (unsigned long long)c->records,
-		       (unsigned long long)c->lost,
-		       (unsigned long long)c->bad,
-		       (unsigned long long)c->failures,
-		       c->failures ? ", first: " : "", c->why);
+	ksft_print_msg(
+		"%s: %llu iterations, %llu events dropped with work pending; read before: %llu samples, %llu records, %llu lost, %llu bad; %llu failures%s%s\n",
+		name, (unsigned long long)c->iterations,
+		(unsigned long long)c->events,
+		(unsigned long long)c->samples,
+		(unsigned long long)c->records,
+		(unsigned long long)c->lost,
+		(unsigned long long)c->bad,
+		(unsigned long long)c->failures,
+		c->failures ? ", first: " : "", c->why);
 	if (c->bad)
 		ksft_print_msg("%s: first bad record: %s\n", name, c->bad_why);
 	EXPECT_EQ(0, c->failures);
@@ -2126,10 +2133,11 @@ TEST_F(pending_ops, run)
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, &ty, NULL, in_window, w);
 	tally_print(variant->name, &ty, &t);
-	ksft_print_msg("%s: %llu system calls sampled, %d windows without a receiving buffer; samples read through the two holders: %llu, %llu; the event counts %lld lost\n",
-		       variant->name, (unsigned long long)sc.calls, w->nr,
-		       (unsigned long long)in_ra, (unsigned long long)in_rx,
-		       (long long)elost);
+	ksft_print_msg(
+		"%s: %llu system calls sampled, %d windows without a receiving buffer; samples read through the two holders: %llu, %llu; the event counts %lld lost\n",
+		variant->name, (unsigned long long)sc.calls, w->nr,
+		(unsigned long long)in_ra, (unsigned long long)in_rx,
+		(long long)elost);
 
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_EQ(0, t.dup_records);
@@ -2729,26 +2737,28 @@ TEST(as_churn)
 	tally_print("as_churn: outside the slots", &ty, &t);
 	ksft_print_msg("as_churn: %llu samples taken in signal delivery, set aside\n",
 		       (unsigned long long)in_signal);
-	ksft_print_msg("as_churn: %d changes logged (%llu replace, %llu unmap, %llu anon, %llu mremap, %llu mprotect, %llu failed); sampled thread: %llu runs in a slot, %llu faults, %llu made-up frames\n",
-		       ch->nr_ops, (unsigned long long)ch->nr_kind[OP_REPLACE],
-		       (unsigned long long)ch->nr_kind[OP_UNMAP],
-		       (unsigned long long)ch->nr_kind[OP_ANON],
-		       (unsigned long long)ch->nr_kind[OP_MREMAP],
-		       (unsigned long long)ch->nr_kind[OP_MPROTECT],
-		       (unsigned long long)ch->failed,
-		       (unsigned long long)ch->runs,
-		       (unsigned long long)ch->faults,
-		       (unsigned long long)ch->fakes);
-	ksft_print_msg("as_churn: %llu slot addresses: %llu exact while the copy stayed, %llu right across a change, %llu anonymous, %llu another mapping in a hole, %llu unresolved in memory that was no code, %llu unresolved across a change, %llu unresolved though the copy stayed, %llu wrong\n",
-		       (unsigned long long)ct.addrs,
-		       (unsigned long long)ct.exact,
-		       (unsigned long long)ct.uncertain,
-		       (unsigned long long)ct.anon,
-		       (unsigned long long)ct.foreign,
-		       (unsigned long long)ct.not_code,
-		       (unsigned long long)ct.unresolved,
-		       (unsigned long long)ct.stable_unresolved,
-		       (unsigned long long)ct.wrong);
+	ksft_print_msg(
+		"as_churn: %d changes logged (%llu replace, %llu unmap, %llu anon, %llu mremap, %llu mprotect, %llu failed); sampled thread: %llu runs in a slot, %llu faults, %llu made-up frames\n",
+		ch->nr_ops, (unsigned long long)ch->nr_kind[OP_REPLACE],
+		(unsigned long long)ch->nr_kind[OP_UNMAP],
+		(unsigned long long)ch->nr_kind[OP_ANON],
+		(unsigned long long)ch->nr_kind[OP_MREMAP],
+		(unsigned long long)ch->nr_kind[OP_MPROTECT],
+		(unsigned long long)ch->failed,
+		(unsigned long long)ch->runs,
+		(unsigned long long)ch->faults,
+		(unsigned long long)ch->fakes);
+	ksft_print_msg(
+		"as_churn: %llu slot addresses: %llu exact while the copy stayed, %llu right across a change, %llu anonymous, %llu another mapping in a hole, %llu unresolved in memory that was no code, %llu unresolved across a change, %llu unresolved though the copy stayed, %llu wrong\n",
+		(unsigned long long)ct.addrs,
+		(unsigned long long)ct.exact,
+		(unsigned long long)ct.uncertain,
+		(unsigned long long)ct.anon,
+		(unsigned long long)ct.foreign,
+		(unsigned long long)ct.not_code,
+		(unsigned long long)ct.unresolved,
+		(unsigned long long)ct.stable_unresolved,
+		(unsigned long long)ct.wrong);
 	if (ct.wrong)
 		ksft_print_msg("as_churn: first wrong slot address: %s\n",
 			       ct.first_wrong);
@@ -3021,20 +3031,22 @@ TEST(kthreads_iouring)
 			      tid_in(t.r[i].tid, io_tids, nr_io);
 		k_records += is_kthread(t.r[i].pid);
 	}
-	ksft_print_msg("kthreads_iouring: %llu batches of 8 reads (%llu MiB), %d io_uring threads seen; %d samples, %d records (%d duplicate), %llu lost, %d bad\n",
-		       (unsigned long long)batches,
-		       (unsigned long long)(bytes >> 20), nr_io, t.nr_s,
-		       t.nr_r, t.dup_records, (unsigned long long)t.lost,
-		       t.bad_records);
-	ksft_print_msg("kthreads_iouring: io_uring threads: %llu samples, %llu with a cookie, %llu records; kernel threads: %llu samples, %llu with a cookie, %llu records; this thread: %llu samples with a cookie, %llu entries without record\n",
-		       (unsigned long long)io_samples,
-		       (unsigned long long)io_cookies,
-		       (unsigned long long)io_records,
-		       (unsigned long long)k_samples,
-		       (unsigned long long)k_cookies,
-		       (unsigned long long)k_records,
-		       (unsigned long long)own,
-		       (unsigned long long)own_unjoined);
+	ksft_print_msg(
+		"kthreads_iouring: %llu batches of 8 reads (%llu MiB), %d io_uring threads seen; %d samples, %d records (%d duplicate), %llu lost, %d bad\n",
+		(unsigned long long)batches,
+		(unsigned long long)(bytes >> 20), nr_io, t.nr_s,
+		t.nr_r, t.dup_records, (unsigned long long)t.lost,
+		t.bad_records);
+	ksft_print_msg(
+		"kthreads_iouring: io_uring threads: %llu samples, %llu with a cookie, %llu records; kernel threads: %llu samples, %llu with a cookie, %llu records; this thread: %llu samples with a cookie, %llu entries without record\n",
+		(unsigned long long)io_samples,
+		(unsigned long long)io_cookies,
+		(unsigned long long)io_records,
+		(unsigned long long)k_samples,
+		(unsigned long long)k_cookies,
+		(unsigned long long)k_records,
+		(unsigned long long)own,
+		(unsigned long long)own_unjoined);
 
 	EXPECT_EQ(0, t.bad_records);
 	EXPECT_EQ(0, t.dup_records);
