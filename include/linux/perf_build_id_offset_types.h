@@ -36,8 +36,6 @@ struct perf_bido_table;
  * @closed:	cookie whose records are being or have been written: a
  *		session that asks now gets no cookie
  * @closed_ip:	user IP of the task when @closed was set
- * @reusable:	cookie of an entry sampled by an event without
- *		defer_callchain, whose later samples may name its record
  * @done:	cookie whose record has been built: later samples of that
  *		entry add nothing to @stash
  * @missed:	cookie of an entry in which a sample had addresses to keep
@@ -45,11 +43,11 @@ struct perf_bido_table;
  * @stash:	user addresses of the current kernel entry that only the
  *		samples saw (branch stacks, precise IPs); allocated in task
  *		context after a sample found none (@missed)
- * @table:	at most two maps of the task's last record, for reuse
- *		(128 bytes at most); allocated in task context at its
- *		first record.  Both are freed when
- *		the task exits, execs a set-uid program, or runs @trim once
- *		no receiving event is left
+ * @table:	the ranges of at most five maps of the task's last record,
+ *		for reuse (128 bytes at most); allocated in task context
+ *		at its first record.  Both are freed when the task exits,
+ *		execs a set-uid program, or runs @trim once no receiving
+ *		event is left
  * @trim_state: PERF_BIDO_TRIM_* (see perf_bido_trim())
  * @trim:	task_work that frees this state and the unwind cache
  * @rcu:	frees this state after a grace period (the sweep reads it
@@ -58,7 +56,7 @@ struct perf_bido_table;
  * Only the task itself and the interrupts and NMIs that sample it, on its
  * own CPU, touch this, so nothing here needs a lock; the one exception is
  * @trim_state, which the sweep changes with cmpxchg() from a workqueue.
- * 128 bytes on 64-bit.
+ * 120 bytes on 64-bit, in the 128-byte kmalloc bucket.
  */
 struct perf_bido_task {
 	u64			cookie;
@@ -71,7 +69,6 @@ struct perf_bido_task {
 	u32			trim_state;
 	u64			closed;
 	unsigned long		closed_ip;
-	u64			reusable;
 	u64			done;
 	u64			missed;
 	struct perf_bido_stash	*stash;

@@ -85,7 +85,7 @@
 #include <trace/events/perf_build_id_offset.h>
 
 static_assert(sizeof(struct perf_bido_map) == 48);
-static_assert(sizeof(struct perf_bido_table_map) == 40);
+static_assert(sizeof(struct perf_bido_table_map) == 16);
 static_assert(sizeof(struct perf_bido_record) == 32);
 static_assert(PERF_BIDO_MAX_MAPS * sizeof(struct perf_bido_map) +
 	      sizeof(struct perf_bido_record) + 64 < U16_MAX);
@@ -155,6 +155,9 @@ static_assert(!IS_ENABLED(CONFIG_64BIT) ||
 	      sizeof(struct perf_bido_task) <= 128);
 static_assert(sizeof(struct perf_bido_table) + PERF_BIDO_TABLE_MAPS *
 	      sizeof(struct perf_bido_table_map) <= PERF_BIDO_TABLE_BYTES);
+/* Five ranges fill the 128 bytes exactly beside the 48-byte header */
+static_assert(!IS_ENABLED(CONFIG_64BIT) ||
+	      sizeof(struct perf_bido_table) == 48);
 
 /* Free @bt, which current has just taken off itself */
 static void perf_bido_task_drop(struct perf_bido_task *bt)
@@ -490,7 +493,7 @@ VISIBLE_IF_KUNIT void perf_bido_stash_sample(struct perf_bido_task *bt,
 	}
 }
 
-/* Is @addr in one of the maps of @tab? */
+/* Is @addr in one of the map ranges of @tab? */
 VISIBLE_IF_KUNIT bool perf_bido_table_covers(const struct perf_bido_table *tab,
 					     unsigned long addr)
 {
@@ -499,8 +502,7 @@ VISIBLE_IF_KUNIT bool perf_bido_table_covers(const struct perf_bido_table *tab,
 	for (i = 0; i < tab->nr; i++) {
 		const struct perf_bido_table_map *kept = &tab->maps[i];
 
-		if (addr >= kept->start &&
-		    addr - kept->start < perf_bido_table_len(kept))
+		if (addr >= kept->start && addr < kept->end)
 			return true;
 	}
 	return false;
@@ -551,11 +553,11 @@ static bool perf_bido_covers_branches(const struct perf_bido_table *tab,
  *   record met had room for it;
  * - nothing it says may have changed: same mm and program, no exec under
  *   way, no VMA changed since its maps were looked up (mm_lock_seq);
- * - the maps of it that the task kept (perf_bido_table_pick()) cover
- *   every user address of the sample: where the task entered the
+ * - the ranges of its maps that the task kept (perf_bido_table_pick())
+ *   cover every user address of the sample: where the task entered the
  *   kernel, the sampled IP, the user callchain and the user branch
- *   addresses.  Each is one of the record's maps, whole, so the record
- *   resolves them all.
+ *   addresses.  Each is the exact range of one of the record's maps, so
+ *   the record resolves them all.
  * Reads only current's own state and the event: NMI-safe.
  */
 static u64 perf_bido_reuse(struct perf_bido_task *bt,
@@ -696,9 +698,6 @@ void perf_bido_prepare_sample(struct perf_sample_data *data,
 		bs = data->br_stack;
 	if (ip || bs)
 		perf_bido_stash_sample(bt, cookie, ip, bs);
-	/* Its later samples may name this entry's record: worth a wider one */
-	if (!event->attr.defer_callchain)
-		WRITE_ONCE(bt->reusable, cookie);
 
 	data->defer_cookie = cookie;
 }

@@ -139,38 +139,24 @@ struct perf_bido_record {
 #define PERF_BIDO_STASH_ENTRIES	126
 
 /*
- * Bound on the maps a record grows to when it takes in the maps of the
- * task's last record (perf_bido_table_merge())
- */
-#define PERF_BIDO_REUSE_MAPS	16
-
-/*
  * Maps the table of a task's last record keeps: what fits in 128 bytes
  * beside its header, so that a sampled task costs at most 128 bytes of
  * state and 128 of table beside the unwinder's cache
  */
-#define PERF_BIDO_TABLE_MAPS	2
+#define PERF_BIDO_TABLE_MAPS	5
 #define PERF_BIDO_TABLE_BYTES	128
 
 /**
- * struct perf_bido_table_map - one map of a task's last record, as kept
- * @start:	the map's start, page-aligned
- * @pages:	its length in pages
- * @pgoff:	its file offset in pages
- * @build_id_size: as in struct perf_bido_map
- * @flags:	as in struct perf_bido_map
- * @build_id:	as in struct perf_bido_map
+ * struct perf_bido_table_map - the range of one map of a task's last record
+ * @start:	the map's start, as in struct perf_bido_map
+ * @end:	its end, as in struct perf_bido_map
  *
- * The same facts as struct perf_bido_map in 40 bytes instead of 48: a map
- * whose length or offset does not fit in 2^32 pages is not kept.
+ * Only what the reuse checks: whether an address lies in the map.  No
+ * build-ID, so 16 bytes instead of 48, and five maps in 128 bytes.
  */
 struct perf_bido_table_map {
 	u64	start;
-	u32	pages;
-	u32	pgoff;
-	u8	build_id_size;
-	u8	flags;
-	u8	build_id[BUILD_ID_SIZE_MAX];
+	u64	end;
 };
 
 /**
@@ -186,8 +172,8 @@ struct perf_bido_table_map {
  *		room: only their samples may name it
  * @nr:		entries in @maps
  * @room:	entries @maps has room for, at most PERF_BIDO_TABLE_MAPS:
- *		a record of one map needs no more
- * @maps:	sorted by start; each an exact copy of one of the record's
+ *		a record of fewer maps needs no more
+ * @maps:	sorted by start; each the exact range of one of the record's
  *		maps, those that hold the most of its addresses when the
  *		record has more (perf_bido_table_pick())
  *
@@ -235,7 +221,7 @@ struct perf_bido_stash {
  * @mm_seq:	mm->mm_lock_seq while the VMAs were looked up
  * @looked_up:	the VMAs were looked up (and @mm_seq read)
  * @unstable:	a build-ID may change without the file's version showing it
- * @parsed:	build-IDs read from the page cache (not from the last table)
+ * @parsed:	build-IDs read from the page cache
  */
 struct perf_bido_resolve {
 	unsigned long		*addrs;
@@ -262,12 +248,6 @@ static inline unsigned int
 perf_bido_table_bytes(const struct perf_bido_table *tab)
 {
 	return perf_bido_bytes(struct_size(tab, maps, tab->room));
-}
-
-/* The bytes a kept map spans */
-static inline u64 perf_bido_table_len(const struct perf_bido_table_map *kept)
-{
-	return (u64)kept->pages << PAGE_SHIFT;
 }
 
 /*
@@ -299,8 +279,7 @@ static inline bool perf_bido_table_fresh(const struct perf_bido_table *tab)
 void perf_bido_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie);
 void perf_bido_free_stash(struct task_struct *task);
-void perf_bido_read_build_ids(struct perf_bido_resolve *res,
-			      const struct perf_bido_table *tab);
+void perf_bido_read_build_ids(struct perf_bido_resolve *res);
 
 #endif /* CONFIG_PERF_BUILD_ID_OFFSET */
 
@@ -316,8 +295,6 @@ u8 perf_bido_file_flags(struct file *file);
 bool perf_bido_build_id(struct file *file, struct perf_bido_map *map);
 bool perf_bido_table_covers(const struct perf_bido_table *tab,
 			    unsigned long addr);
-unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
-				   const struct perf_bido_table *tab);
 struct perf_bido_table *perf_bido_table_room(struct perf_bido_task *bt,
 					     unsigned int nr);
 unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,

@@ -8,9 +8,8 @@
  * build-ID a record needs, after it has dropped mmap_lock.  A build-ID
  * whose pages are not in the page cache is unreadable for this record; a
  * worker reads them in, so that a later record of the mapping has it.
- * A record made while the task's mappings are as they were for its last
- * record takes the build-IDs of the maps the task kept of that record
- * instead of parsing the files again.
+ * Every record reads the build-IDs of its maps here: the task's table
+ * keeps address ranges only, no build-IDs to take them from.
  */
 
 #include <linux/atomic.h>
@@ -118,43 +117,13 @@ VISIBLE_IF_KUNIT bool perf_bido_build_id(struct file *file,
 }
 
 /*
- * The build-ID of @map from @tab, the task's last record, if @tab has the
- * same mapping and was made at the same mm_lock_seq: no VMA has changed
- * since, so the mapping still holds the same file, which cannot have been
- * replaced by another at its inode.  Not for a file with a shared writable
- * mapping, whose stores may rewrite the note.
- */
-static bool perf_bido_build_id_from(const struct perf_bido_table *tab,
-				    struct file *file, struct perf_bido_map *map)
-{
-	unsigned int i;
-
-	if (mapping_writably_mapped(file->f_mapping))
-		return false;
-	for (i = 0; i < tab->nr; i++) {
-		const struct perf_bido_table_map *old = &tab->maps[i];
-
-		if (old->start != map->start ||
-		    perf_bido_table_len(old) != map->end - map->start ||
-		    (u64)old->pgoff << PAGE_SHIFT != map->pgoff)
-			continue;
-		map->build_id_size = old->build_id_size;
-		map->flags |= old->flags & PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
-		memcpy(map->build_id, old->build_id, sizeof(map->build_id));
-		return true;
-	}
-	return false;
-}
-
-/*
- * Read the build-IDs of the files perf_bido_find_vmas() kept, and drop
- * their references.  @tab: the task's last record, made at the same
- * mm_lock_seq, whose build-IDs stand; NULL for none.
+ * Read the build-IDs of the files perf_bido_find_vmas() kept, from the
+ * page cache, and drop their references.  The task's table keeps no
+ * build-IDs: every record reads those of its maps.
  *
  * Context: task context, no locks held.
  */
-void perf_bido_read_build_ids(struct perf_bido_resolve *res,
-			      const struct perf_bido_table *tab)
+void perf_bido_read_build_ids(struct perf_bido_resolve *res)
 {
 	unsigned int i;
 
@@ -163,11 +132,9 @@ void perf_bido_read_build_ids(struct perf_bido_resolve *res,
 
 		if (!file)
 			continue;
-		if (!tab || !perf_bido_build_id_from(tab, file, &res->maps[i])) {
-			res->parsed++;
-			if (!perf_bido_build_id(file, &res->maps[i]))
-				res->unstable = true;
-		}
+		res->parsed++;
+		if (!perf_bido_build_id(file, &res->maps[i]))
+			res->unstable = true;
 		res->files[i] = NULL;
 		fput(file);
 	}

@@ -28,17 +28,17 @@
  *   bido_page_cache_only only the page cache is read: a file whose pages
  *			are not there is unreadable for now, not "no
  *			build-ID", whatever read() would do
- *   bido_table_pick	which maps of a record the table keeps: the two
+ *   bido_table_pick	which maps of a record the table keeps: the five
  *			that hold the most of its addresses, the first of
- *			equals, none that its 40-byte entry cannot hold
- *			exactly
+ *			equals, in the order of start
  *   bido_reuse_table	what a later sample may reuse: coverage of the
- *			kept maps only, each an exact copy of the record's
- *			(merged into the next record, build-IDs taken from
- *			them), the bound on a merged record, mm_lock_seq
- *			moving on a change
- *   bido_table_room	the table is sized to the maps it keeps: one in 96
- *			bytes, two in 128, never more
+ *			kept ranges only, each exactly a map of the
+ *			record's (of a real record of four maps, and of a
+ *			made-up one of seven), mm_lock_seq moving on a
+ *			change
+ *   bido_table_room	the table is sized to the maps it keeps: one in 64
+ *			bytes, two or three in 96, four or five in 128,
+ *			never more
  *
  * Not covered here: the sampling hook itself, which needs a perf event in
  * an interrupt, and the emission of the record into ring buffers, which
@@ -165,9 +165,14 @@ static void bido_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, __reserved), 26);
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_map, build_id), 28);
 
-	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_table_map), 40);
+	/* The table: a 48-byte header and five 16-byte ranges, 128 bytes */
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_table_map), 16);
+	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_table), 48);
+	KUNIT_EXPECT_EQ(test, PERF_BIDO_TABLE_MAPS, 5);
+	KUNIT_EXPECT_EQ(test, PERF_BIDO_TABLE_BYTES, 128);
 	KUNIT_EXPECT_LE(test, struct_size_t(struct perf_bido_table, maps,
-					    PERF_BIDO_TABLE_MAPS), 128);
+					    PERF_BIDO_TABLE_MAPS),
+			PERF_BIDO_TABLE_BYTES);
 
 	KUNIT_EXPECT_EQ(test, sizeof(struct perf_bido_record), 32);
 	KUNIT_EXPECT_EQ(test, offsetof(struct perf_bido_record, pid), 8);
@@ -456,7 +461,7 @@ static void bido_resolve(struct kunit *test, struct perf_bido_resolve *res,
 	res->max_maps = max_maps;
 
 	perf_bido_find_vmas(current->mm, res);
-	perf_bido_read_build_ids(res, NULL);
+	perf_bido_read_build_ids(res);
 }
 
 static void bido_expect_map(struct kunit *test, const struct perf_bido_map *m,
@@ -621,64 +626,84 @@ static void bido_fake_maps(struct perf_bido_resolve *res,
 	res->nr_maps = nr;
 }
 
+/* The maps of bido_table_pick() and bido_reuse_table(): 1 page each */
+static const unsigned long bido_pick_start[] = {
+	BIDO_BASE, BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 8 * BIDO_P,
+	BIDO_BASE + 16 * BIDO_P, BIDO_BASE + 20 * BIDO_P,
+	BIDO_BASE + 24 * BIDO_P, BIDO_BASE + 30 * BIDO_P,
+};
+
 /*
- * The table keeps the maps that hold the most addresses, the first of
- * equals, and skips a map its entry cannot hold exactly
+ * Sorted: 1 in map 0, 5 in map 1, 2 in map 2, 3 in map 3, none in map 4,
+ * 4 in map 5, 1 in map 6, 3 in none
+ */
+static const unsigned long bido_pick_addrs[] = {
+	BIDO_BASE - 8, BIDO_BASE + 8,
+	BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 2 * BIDO_P + 1,
+	BIDO_BASE + 2 * BIDO_P + 2, BIDO_BASE + 2 * BIDO_P + 3,
+	BIDO_BASE + 3 * BIDO_P - 1, BIDO_BASE + 3 * BIDO_P,
+	BIDO_BASE + 8 * BIDO_P, BIDO_BASE + 9 * BIDO_P - 1,
+	BIDO_BASE + 16 * BIDO_P, BIDO_BASE + 16 * BIDO_P + 64,
+	BIDO_BASE + 16 * BIDO_P + 128,
+	BIDO_BASE + 24 * BIDO_P, BIDO_BASE + 24 * BIDO_P + 1,
+	BIDO_BASE + 24 * BIDO_P + 2, BIDO_BASE + 25 * BIDO_P - 1,
+	BIDO_BASE + 25 * BIDO_P,
+	BIDO_BASE + 30 * BIDO_P + 16,
+};
+
+/*
+ * The table keeps the five maps that hold the most addresses, the first
+ * of equals, in the order of start
  */
 static void bido_table_pick(struct kunit *test)
 {
-	static const unsigned long start[] = {
-		BIDO_BASE, BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 8 * BIDO_P,
-		BIDO_BASE + 16 * BIDO_P,
-	};
-	/* Sorted: 1 in map 0, 5 in map 1, 2 in map 2, 3 in map 3, 3 in none */
-	static const unsigned long addrs[] = {
-		BIDO_BASE - 8, BIDO_BASE + 8,
-		BIDO_BASE + 2 * BIDO_P, BIDO_BASE + 2 * BIDO_P + 1,
-		BIDO_BASE + 2 * BIDO_P + 2, BIDO_BASE + 2 * BIDO_P + 3,
-		BIDO_BASE + 3 * BIDO_P - 1, BIDO_BASE + 3 * BIDO_P,
-		BIDO_BASE + 8 * BIDO_P, BIDO_BASE + 9 * BIDO_P - 1,
-		BIDO_BASE + 16 * BIDO_P, BIDO_BASE + 16 * BIDO_P + 64,
-		BIDO_BASE + 16 * BIDO_P + 128, BIDO_BASE + 17 * BIDO_P,
-	};
 	struct perf_bido_resolve res = {
-		.addrs = (unsigned long *)addrs,
-		.nr_addrs = ARRAY_SIZE(addrs),
+		.addrs = (unsigned long *)bido_pick_addrs,
+		.nr_addrs = ARRAY_SIZE(bido_pick_addrs),
 	};
 	unsigned int pick[PERF_BIDO_TABLE_MAPS];
 
-	res.maps = kunit_kcalloc(test, ARRAY_SIZE(start), sizeof(*res.maps),
-				 GFP_KERNEL);
+	res.maps = kunit_kcalloc(test, ARRAY_SIZE(bido_pick_start),
+				 sizeof(*res.maps), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, res.maps);
-	bido_fake_maps(&res, start, ARRAY_SIZE(start));
+	bido_fake_maps(&res, bido_pick_start, ARRAY_SIZE(bido_pick_start));
 
-	/* Map 1 holds the most, then 3, then 2 */
-	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
-	KUNIT_EXPECT_EQ(test, pick[0], 1);
-	KUNIT_EXPECT_EQ(test, pick[1], 3);
-
-	/* Map 1 is 2 pages at an offset of 2^32 pages: not held exactly */
-	res.maps[1].end = res.maps[1].start + 2 * BIDO_P;
-	res.maps[1].pgoff = (u64)U32_MAX * BIDO_P + BIDO_P;
-	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
-	KUNIT_EXPECT_EQ(test, pick[0], 2);
-	KUNIT_EXPECT_EQ(test, pick[1], 3);
-	/* Nor at an offset that is no page */
-	res.maps[1].pgoff = BIDO_P / 2;
-	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
-	KUNIT_EXPECT_EQ(test, pick[0], 2);
-	KUNIT_EXPECT_EQ(test, pick[1], 3);
-	/* At U32_MAX pages it is */
-	res.maps[1].pgoff = (u64)U32_MAX * BIDO_P;
-	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
-	KUNIT_EXPECT_EQ(test, pick[0], 1);
-	KUNIT_EXPECT_EQ(test, pick[1], 3);
-
-	/* Equals: the first; a map without addresses still fills the room */
-	res.nr_addrs = 2;
-	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 2);
+	/*
+	 * Map 1 holds the most, then 5, 3, 2, and 0 and 6 one each: 0, the
+	 * first of those; 4 holds none
+	 */
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 5);
 	KUNIT_EXPECT_EQ(test, pick[0], 0);
 	KUNIT_EXPECT_EQ(test, pick[1], 1);
+	KUNIT_EXPECT_EQ(test, pick[2], 2);
+	KUNIT_EXPECT_EQ(test, pick[3], 3);
+	KUNIT_EXPECT_EQ(test, pick[4], 5);
+
+	/* Map 0 loses its one address: map 6, with one, takes its place */
+	res.addrs = (unsigned long *)bido_pick_addrs + 2;
+	res.nr_addrs = ARRAY_SIZE(bido_pick_addrs) - 2;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 5);
+	KUNIT_EXPECT_EQ(test, pick[0], 1);
+	KUNIT_EXPECT_EQ(test, pick[1], 2);
+	KUNIT_EXPECT_EQ(test, pick[2], 3);
+	KUNIT_EXPECT_EQ(test, pick[3], 5);
+	KUNIT_EXPECT_EQ(test, pick[4], 6);
+
+	/* Equals: the first; a map without addresses still fills the room */
+	res.addrs = (unsigned long *)bido_pick_addrs;
+	res.nr_addrs = 2;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 5);
+	KUNIT_EXPECT_EQ(test, pick[0], 0);
+	KUNIT_EXPECT_EQ(test, pick[1], 1);
+	KUNIT_EXPECT_EQ(test, pick[2], 2);
+	KUNIT_EXPECT_EQ(test, pick[3], 3);
+	KUNIT_EXPECT_EQ(test, pick[4], 4);
+	/* Fewer maps than room: all of them */
+	res.nr_maps = 3;
+	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 3);
+	KUNIT_EXPECT_EQ(test, pick[0], 0);
+	KUNIT_EXPECT_EQ(test, pick[1], 1);
+	KUNIT_EXPECT_EQ(test, pick[2], 2);
 	res.nr_addrs = 0;
 	res.nr_maps = 1;
 	KUNIT_EXPECT_EQ(test, perf_bido_table_pick(&res, pick), 1);
@@ -702,27 +727,49 @@ static void bido_table_from(struct kunit *test, struct perf_bido_table *tab,
 	KUNIT_EXPECT_EQ(test, tab->nr, nr);
 }
 
-/* Room for @max_maps maps in @res, none taken */
-static void bido_resolve_alloc(struct kunit *test, struct perf_bido_resolve *res,
-			       unsigned int nr_addrs, unsigned int max_maps)
+/*
+ * Does @tab cover every byte of the maps of @res it keeps (@kept, a mask
+ * of their indexes), and nothing else: not the byte before or after any
+ * map of @res (unless another kept map starts there)?
+ */
+static void bido_expect_covers(struct kunit *test,
+			       const struct perf_bido_table *tab,
+			       const struct perf_bido_resolve *res,
+			       unsigned long kept)
 {
-	res->addrs = kunit_kcalloc(test, nr_addrs, sizeof(*res->addrs),
-				   GFP_KERNEL);
-	res->maps = kunit_kmalloc_array(test, max_maps, sizeof(*res->maps),
-					GFP_KERNEL);
-	res->files = kunit_kcalloc(test, max_maps, sizeof(*res->files),
-				   GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, res->addrs);
-	KUNIT_ASSERT_NOT_NULL(test, res->maps);
-	KUNIT_ASSERT_NOT_NULL(test, res->files);
-	res->max_maps = max_maps;
+	unsigned int i;
+
+	for (i = 0; i < res->nr_maps; i++) {
+		const struct perf_bido_map *m = &res->maps[i];
+		bool in = kept & BIT(i);
+		bool next_in = i + 1 < res->nr_maps && (kept & BIT(i + 1)) &&
+			       res->maps[i + 1].start == m->end;
+		bool prev_in = i > 0 && (kept & BIT(i - 1)) &&
+			       res->maps[i - 1].end == m->start;
+
+		KUNIT_EXPECT_EQ_MSG(test, perf_bido_table_covers(tab, m->start),
+				    in, "map %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, perf_bido_table_covers(tab, m->start +
+					(m->end - m->start) / 2), in, "map %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, perf_bido_table_covers(tab, m->end - 1),
+				    in, "map %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, perf_bido_table_covers(tab, m->end),
+				    next_in, "map %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, perf_bido_table_covers(tab, m->start - 1),
+				    prev_in, "map %u", i);
+	}
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_KERNEL_ADDR));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, 0));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, ULONG_MAX));
 }
 
 static void bido_reuse_table(struct kunit *test)
 {
 	struct file *file = bido_elf_file(test, 0x40);
-	struct perf_bido_resolve res = {}, next = {};
-	unsigned long start[PERF_BIDO_REUSE_MAPS];
+	struct perf_bido_resolve res = {}, fake = {
+		.addrs = (unsigned long *)bido_pick_addrs,
+		.nr_addrs = ARRAY_SIZE(bido_pick_addrs),
+	};
 	struct perf_bido_table *tab;
 	unsigned long __maybe_unused addr;
 	unsigned int __maybe_unused seq;
@@ -735,89 +782,57 @@ static void bido_reuse_table(struct kunit *test)
 			    GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	bido_map_layout(test, file);
-	bido_resolve(test, &res, PERF_BIDO_REUSE_MAPS);
+	bido_resolve(test, &res, 16);
 	KUNIT_ASSERT_TRUE(test, res.looked_up);
 	/* Read under mmap_lock: no writer, so even */
 	KUNIT_EXPECT_EQ(test, res.mm_seq % 2, 0);
 	KUNIT_ASSERT_EQ(test, res.nr_maps, 4);
 
 	/*
-	 * Two addresses each in the anonymous map and the file at offset 2
-	 * pages, one each in the file at offset 0 and the vDSO: the first two
+	 * The anonymous map, the file at offsets 0 and 2 pages, the vDSO: a
+	 * record of four maps keeps the four ranges, exactly
 	 */
 	bido_table_from(test, tab, &res);
-	KUNIT_ASSERT_EQ(test, tab->nr, 2);
+	KUNIT_ASSERT_EQ(test, tab->nr, 4);
+	for (i = 0; i < tab->nr; i++) {
+		KUNIT_EXPECT_EQ(test, tab->maps[i].start, res.maps[i].start);
+		KUNIT_EXPECT_EQ(test, tab->maps[i].end, res.maps[i].end);
+	}
 	KUNIT_EXPECT_EQ(test, tab->maps[0].start, BIDO_ANON);
-	KUNIT_EXPECT_EQ(test, tab->maps[0].pages, 2);
-	KUNIT_EXPECT_EQ(test, tab->maps[1].start, BIDO_FILE2);
-	KUNIT_EXPECT_EQ(test, tab->maps[1].pages, 2);
-	KUNIT_EXPECT_EQ(test, tab->maps[1].pgoff, 2);
+	KUNIT_EXPECT_EQ(test, tab->maps[0].end, BIDO_ANON + 2 * BIDO_P);
+	KUNIT_EXPECT_EQ(test, tab->maps[2].start, BIDO_FILE2);
+	KUNIT_EXPECT_EQ(test, tab->maps[2].end, BIDO_FILE2 + 2 * BIDO_P);
 
 	/*
-	 * Every byte of the kept maps, nothing around them, nothing else
-	 * (the file at offset 0 ends where the kept one at 2 pages starts)
+	 * Every byte of the kept maps, nothing around them (the file at
+	 * offset 0 ends where the one at 2 pages starts), nothing else
 	 */
-	for (i = 0; i < res.nr_maps; i++) {
-		bool kept = i == 0 || i == 2;
-
-		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].start),
-				kept);
-		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].end - 1),
-				kept);
-		KUNIT_EXPECT_EQ(test, perf_bido_table_covers(tab, res.maps[i].end),
-				i == 1);
-	}
+	bido_expect_covers(test, tab, &res, GENMASK(3, 0));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_ANON - 1));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_BASE + 3 * BIDO_P));
-	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_KERNEL_ADDR));
-	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, 0));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_DATA));
 
 	/*
-	 * The next entry runs in the vDSO only: its record takes in the two
-	 * kept maps, byte for byte as the last record had them
+	 * A record of seven maps: the five picked ones (0, 1, 2, 3 and 5,
+	 * see bido_table_pick()) are covered, maps 4 and 6 are not
 	 */
-	bido_resolve_alloc(test, &next, 2, PERF_BIDO_REUSE_MAPS);
-	next.addrs[0] = BIDO_VDSO + 0x80;
-	next.nr_addrs = 1;
-	perf_bido_find_vmas(current->mm, &next);
-	perf_bido_read_build_ids(&next, NULL);
-	KUNIT_ASSERT_EQ(test, next.nr_maps, 1);
-	KUNIT_EXPECT_EQ(test, next.mm_seq, res.mm_seq);
-	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 2);
-	KUNIT_ASSERT_EQ(test, next.nr_maps, 3);
-	KUNIT_EXPECT_MEMEQ(test, &next.maps[0], &res.maps[0], sizeof(*res.maps));
-	KUNIT_EXPECT_MEMEQ(test, &next.maps[1], &res.maps[2], sizeof(*res.maps));
-	KUNIT_EXPECT_MEMEQ(test, &next.maps[2], &res.maps[3], sizeof(*res.maps));
-	for (i = 0; i < next.nr_maps; i++)
-		KUNIT_EXPECT_NULL(test, next.files[i]);
+	fake.maps = kunit_kcalloc(test, ARRAY_SIZE(bido_pick_start),
+				  sizeof(*fake.maps), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, fake.maps);
+	bido_fake_maps(&fake, bido_pick_start, ARRAY_SIZE(bido_pick_start));
+	bido_table_from(test, tab, &fake);
+	KUNIT_ASSERT_EQ(test, tab->nr, PERF_BIDO_TABLE_MAPS);
+	bido_expect_covers(test, tab, &fake, BIT(0) | BIT(1) | BIT(2) |
+			   BIT(3) | BIT(5));
+	/* Kept in the order of start */
+	for (i = 1; i < tab->nr; i++)
+		KUNIT_EXPECT_LT(test, tab->maps[i - 1].end, tab->maps[i].start);
 
-	/* Merging again adds nothing */
-	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 0);
-
-	/*
-	 * A record of both files takes the build-ID of the kept one from
-	 * the table (same start, length and offset) and reads the other's
-	 */
-	memset(&next, 0, sizeof(next));
-	bido_resolve_alloc(test, &next, 2, PERF_BIDO_REUSE_MAPS);
-	next.addrs[0] = BIDO_FILE0 + 0x10;
-	next.addrs[1] = BIDO_FILE2 + 0x10;
-	next.nr_addrs = 2;
-	perf_bido_find_vmas(current->mm, &next);
-	perf_bido_read_build_ids(&next, tab);
-	KUNIT_ASSERT_EQ(test, next.nr_maps, 2);
-	KUNIT_EXPECT_EQ(test, next.parsed, 1);
-	KUNIT_EXPECT_MEMEQ(test, next.maps, &res.maps[1], 2 * sizeof(*res.maps));
-
-	/* Never above PERF_BIDO_REUSE_MAPS, and still sorted */
-	for (i = 0; i < PERF_BIDO_REUSE_MAPS - 1; i++)
-		start[i] = BIDO_BASE + (64 + 2 * i) * BIDO_P;
-	bido_fake_maps(&next, start, PERF_BIDO_REUSE_MAPS - 1);
-	KUNIT_EXPECT_EQ(test, perf_bido_table_merge(&next, tab), 1);
-	KUNIT_EXPECT_EQ(test, next.nr_maps, PERF_BIDO_REUSE_MAPS);
-	KUNIT_EXPECT_MEMEQ(test, &next.maps[0], &res.maps[0], sizeof(*res.maps));
-	for (i = 1; i < next.nr_maps; i++)
-		KUNIT_EXPECT_LT(test, next.maps[i - 1].start, next.maps[i].start);
+	/* A table with fewer entries than room covers only those */
+	tab->nr = 2;
+	bido_expect_covers(test, tab, &fake, BIT(0) | BIT(1));
+	tab->nr = 0;
+	bido_expect_covers(test, tab, &fake, 0);
 
 #ifdef CONFIG_PER_VMA_LOCK
 	/* Any change to the address space moves the count */
@@ -838,26 +853,39 @@ static void bido_table_room(struct kunit *test)
 	bt = kunit_kzalloc(test, sizeof(*bt), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, bt);
 
-	/* The header and two maps fit the 128-byte bucket, one map 96 */
-	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 2), 128);
-	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 1), 88);
+	/* The header and five ranges fill the 128-byte bucket exactly */
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 5), 128);
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 4), 112);
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 3), 96);
+	KUNIT_EXPECT_EQ(test, struct_size(tab, maps, 1), 64);
 
 	tab = perf_bido_table_room(bt, 1);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
 	KUNIT_EXPECT_EQ(test, tab->room, 1);
-	KUNIT_EXPECT_LE(test, ksize(tab), 96);
+	KUNIT_EXPECT_LE(test, ksize(tab), 64);
 	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
 
 	/* Room enough: the same table */
 	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, tab->room), tab);
 
+	/* Two take the 96-byte bucket, which holds three */
 	tab = perf_bido_table_room(bt, 2);
 	KUNIT_ASSERT_NOT_NULL(test, tab);
 	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
-	KUNIT_EXPECT_EQ(test, tab->room, 2);
-	KUNIT_EXPECT_EQ(test, ksize(tab), 128);
+	KUNIT_EXPECT_EQ(test, tab->room, 3);
+	KUNIT_EXPECT_LE(test, ksize(tab), 96);
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 3), tab);
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 1), tab);
+
+	/* Four take 128 bytes, which hold five */
+	tab = perf_bido_table_room(bt, 4);
+	KUNIT_ASSERT_NOT_NULL(test, tab);
+	KUNIT_EXPECT_PTR_EQ(test, bt->table, tab);
+	KUNIT_EXPECT_EQ(test, tab->room, PERF_BIDO_TABLE_MAPS);
+	KUNIT_EXPECT_EQ(test, ksize(tab), PERF_BIDO_TABLE_BYTES);
 	KUNIT_EXPECT_EQ(test, tab->cookie, 0);
+	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 5), tab);
 	KUNIT_EXPECT_PTR_EQ(test, perf_bido_table_room(bt, 1), tab);
 
 	/* Never more than PERF_BIDO_TABLE_MAPS */

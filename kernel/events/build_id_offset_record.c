@@ -10,9 +10,9 @@
  * that hold them under mmap_lock, reads the build-IDs of their files
  * once the lock is dropped (build_id_offset_file.c), and writes one
  * PERF_RECORD_BUILD_ID_OFFSET to the receivers of the sessions whose
- * samples named the entry.  Then it keeps the maps of that record that
- * hold the most of its addresses in the task's table, for the reuse
- * that the sampling side (build_id_offset.c) checks.
+ * samples named the entry.  Then it keeps the ranges of the maps of that
+ * record that hold the most of its addresses in the task's table, for
+ * the reuse that the sampling side (build_id_offset.c) checks.
  */
 
 #include <linux/atomic.h>
@@ -431,14 +431,13 @@ static unsigned long perf_bido_emit(u64 cookie, u32 flags,
 
 /*
  * One buffer for the table and the addresses: maps[max_maps], then
- * files[max_maps], then addrs[nr_addrs].  Room for at least the maps of a
- * reused table.  Usually a few hundred bytes; kvmalloc() for the rare
- * deep stack.
+ * files[max_maps], then addrs[nr_addrs].  Each address is in one map at
+ * most.  Usually a few hundred bytes; kvmalloc() for the rare deep stack.
  */
 static int perf_bido_alloc(struct perf_bido_resolve *res, unsigned int nr_addrs)
 {
-	unsigned int max_maps = clamp(nr_addrs, PERF_BIDO_REUSE_MAPS,
-				      PERF_BIDO_MAX_MAPS);
+	unsigned int max_maps = min_t(unsigned int, nr_addrs,
+				       PERF_BIDO_MAX_MAPS);
 	size_t size = max_maps * (sizeof(*res->maps) + sizeof(*res->files)) +
 		      nr_addrs * sizeof(*res->addrs);
 	void *buf;
@@ -452,65 +451,6 @@ static int perf_bido_alloc(struct perf_bido_resolve *res, unsigned int nr_addrs)
 	res->addrs = (void *)(res->files + max_maps);
 	res->max_maps = max_maps;
 	return 0;
-}
-
-static int perf_bido_cmp_map(const void *a, const void *b)
-{
-	const struct perf_bido_map *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/*
- * A kept map as the record had it: every byte of @map is written, the
- * same as perf_bido_add_vma() wrote it (see perf_bido_table_fits())
- */
-static void perf_bido_map_from_table(struct perf_bido_map *map,
-				     const struct perf_bido_table_map *kept)
-{
-	*map = (struct perf_bido_map){
-		.start		= kept->start,
-		.end		= kept->start + perf_bido_table_len(kept),
-		.pgoff		= (u64)kept->pgoff << PAGE_SHIFT,
-		.build_id_size	= kept->build_id_size,
-		.flags		= kept->flags,
-	};
-	memcpy(map->build_id, kept->build_id, sizeof(map->build_id));
-}
-
-/*
- * Add to the table being built the maps of @tab that it lacks, as room
- * under PERF_BIDO_REUSE_MAPS allows, so that a record covers more of the
- * task's working set and later samples that run elsewhere in it can
- * still name it.  Only for a table looked up at the same mm_lock_seq
- * (same VMAs) and whose build-IDs are read (no file reference left): a
- * kept map is an exact copy of one of the last record's, and its VMA is
- * unchanged.  Returns how many were added.
- */
-VISIBLE_IF_KUNIT unsigned int perf_bido_table_merge(struct perf_bido_resolve *res,
-						    const struct perf_bido_table *tab)
-{
-	unsigned int i, j, nr = res->nr_maps, added = 0;
-
-	for (i = 0; i < tab->nr; i++) {
-		const struct perf_bido_table_map *old = &tab->maps[i];
-		bool have = false;
-
-		if (res->nr_maps >= PERF_BIDO_REUSE_MAPS ||
-		    res->nr_maps >= res->max_maps)
-			break;
-		for (j = 0; j < nr && !have; j++)
-			have = res->maps[j].start == old->start;
-		if (have)
-			continue;
-		perf_bido_map_from_table(&res->maps[res->nr_maps], old);
-		res->files[res->nr_maps++] = NULL;
-		added++;
-	}
-	if (added)
-		sort(res->maps, res->nr_maps, sizeof(*res->maps),
-		     perf_bido_cmp_map, NULL);
-	return added;
 }
 
 /* May later samples name this record?  Not if any part of it may change */
@@ -529,29 +469,23 @@ static bool perf_bido_table_ok(const struct perf_bido_resolve *res)
 
 /*
  * Take the task's table out of use before the next record is built: a
- * sample must never name a record older than the task's last one.  Was it
- * good for current's samples until now (but for mm_lock_seq, which the
- * caller compares once it has looked up the VMAs)?  Then its maps may
- * join the next record.
+ * sample must never name a record older than the task's last one
  */
-static bool perf_bido_table_retire(struct perf_bido_table *tab)
+static void perf_bido_table_retire(struct perf_bido_table *tab)
 {
-	bool live = READ_ONCE(tab->cookie) && perf_bido_table_fresh(tab);
-
 	WRITE_ONCE(tab->cookie, 0);
 	/*
-	 * No cookie before the table is read or rewritten: pairs with the
-	 * barrier() after the READ_ONCE(tab->cookie) in perf_bido_reuse()
+	 * No cookie before the table is rewritten: pairs with the barrier()
+	 * after the READ_ONCE(tab->cookie) in perf_bido_reuse()
 	 */
 	barrier();
-	return live;
 }
 
 /*
  * The task's table with room for @nr maps, at most PERF_BIDO_TABLE_MAPS:
  * the one it has if that is large enough, else one sized to the kmalloc
- * bucket @nr needs (96 bytes for one map, 128 for two), which replaces
- * it.  Whatever table a sample that interrupts us finds has cookie 0
+ * bucket @nr needs (64 bytes for one map, 96 for two or three, 128 for
+ * four or five), which replaces it.  Whatever table a sample that interrupts us finds has cookie 0
  * until the caller saves the record in it.
  */
 VISIBLE_IF_KUNIT struct perf_bido_table *
@@ -588,28 +522,12 @@ perf_bido_table_room(struct perf_bido_task *bt, unsigned int nr)
 }
 
 /*
- * Can @map be kept in a table entry exactly: page-aligned, its length and
- * file offset each under 2^32 pages?  Every VMA's map is, but for a VMA of
- * 16 TiB or more (4 KiB pages), or at a file offset that large.
- */
-static bool perf_bido_table_fits(const struct perf_bido_map *map)
-{
-	u64 len = map->end - map->start;
-
-	return map->end > map->start && PAGE_ALIGNED(map->start) &&
-	       PAGE_ALIGNED(len) && PAGE_ALIGNED(map->pgoff) &&
-	       len >> PAGE_SHIFT <= U32_MAX &&
-	       map->pgoff >> PAGE_SHIFT <= U32_MAX;
-}
-
-/*
  * Which maps of the record just built the table keeps: at most
  * PERF_BIDO_TABLE_MAPS, those that hold the most of res->addrs (sorted,
- * unique), the first of equals; maps that perf_bido_table_fits() refuses
- * never.  Their indexes in res->maps go to @pick, in the order of
- * res->maps (so by start); returns how many.  Each is kept whole, so a
- * sample whose addresses all fall in kept maps names a record that
- * resolves them, and a build-ID taken from a kept map is the record's.
+ * unique), the first of equals.  Their indexes in res->maps go to @pick,
+ * in the order of res->maps (so by start); returns how many.  Each is
+ * kept whole, its range exactly, so a sample whose addresses all fall in
+ * kept maps names a record that resolves them.
  */
 VISIBLE_IF_KUNIT unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
 						   unsigned int *pick)
@@ -626,8 +544,6 @@ VISIBLE_IF_KUNIT unsigned int perf_bido_table_pick(const struct perf_bido_resolv
 			j++;
 		for (; j < res->nr_addrs && res->addrs[j] < map->end; j++)
 			c++;
-		if (!perf_bido_table_fits(map))
-			continue;
 		if (n == PERF_BIDO_TABLE_MAPS) {
 			if (c <= count[n - 1])
 				continue;
@@ -641,14 +557,14 @@ VISIBLE_IF_KUNIT unsigned int perf_bido_table_pick(const struct perf_bido_resolv
 		pick[k] = i;
 		n++;
 	}
-	/* Back in the order of start, which perf_bido_table_merge() keeps */
+	/* Back in the order of start */
 	for (i = 1; i < n; i++)
 		for (k = i; k > 0 && pick[k - 1] > pick[k]; k--)
 			swap(pick[k - 1], pick[k]);
 	return n;
 }
 
-/* Copy the maps @pick of the record into @tab, which has room for them */
+/* Copy the ranges of the maps @pick of the record into @tab */
 VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
 					   const struct perf_bido_resolve *res,
 					   const unsigned int *pick,
@@ -662,18 +578,14 @@ VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
 		struct perf_bido_table_map *kept = &tab->maps[i];
 
 		kept->start = map->start;
-		kept->pages = (map->end - map->start) >> PAGE_SHIFT;
-		kept->pgoff = map->pgoff >> PAGE_SHIFT;
-		kept->build_id_size = map->build_id_size;
-		kept->flags = map->flags;
-		memcpy(kept->build_id, map->build_id, sizeof(kept->build_id));
+		kept->end = map->end;
 	}
 	tab->nr = nr;
 }
 
 /*
- * Keep the maps of the record just built that hold the most of its
- * addresses, for the later samples of the sessions of @to in @delivered
+ * Keep the ranges of the maps of the record just built that hold the
+ * most of its addresses, for the later samples of the sessions of @to in @delivered
  * (see perf_bido_emit()).  The cookie goes last: a sample that interrupts
  * us sees 0 until then.
  */
@@ -741,13 +653,11 @@ static void perf_bido_collect(struct perf_bido_task *bt, u64 cookie,
 
 /*
  * Look up in current's mm the maps that hold the addresses of entry
- * @cookie, and their build-IDs.  @tab: the task's table, which was good
- * for its samples until this entry if @live (perf_bido_table_retire());
- * @exec: the task exec()ed since the entry's first sample.
+ * @cookie, and their build-IDs.  @exec: the task exec()ed since the
+ * entry's first sample.
  */
 static void perf_bido_look_up(struct perf_bido_task *bt, u64 cookie,
-			      bool exec, const struct perf_bido_table *tab,
-			      bool live, struct perf_bido_resolve *res)
+			      bool exec, struct perf_bido_resolve *res)
 {
 	/*
 	 * The addresses are of the program that ran when the entry began;
@@ -769,16 +679,7 @@ static void perf_bido_look_up(struct perf_bido_task *bt, u64 cookie,
 	 */
 	if (res->looked_up && READ_ONCE(bt->entry_seq) != res->mm_seq)
 		res->flags |= PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED;
-	/* Same VMAs as when the last table was made: keep its maps */
-	live = tab && live && res->looked_up && tab->mm_seq == res->mm_seq;
-	perf_bido_read_build_ids(res, live ? tab : NULL);
-	/*
-	 * Only where a later sample may name this record: the samples of
-	 * defer_callchain events never do, and a record as large as the
-	 * task's working set would only cost them
-	 */
-	if (live && !res->flags && READ_ONCE(bt->reusable) == cookie)
-		perf_bido_table_merge(res, tab);
+	perf_bido_read_build_ids(res);
 }
 
 /**
@@ -797,8 +698,8 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	struct perf_bido_sessions to;
 	unsigned long delivered;
 	struct perf_bido_task *bt;
-	bool live = false, exec;
 	unsigned int nr;
+	bool exec;
 	u32 stack_bytes;
 
 	exec = perf_bido_close_entry(cookie, &to);
@@ -818,7 +719,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	}
 
 	if (bt->table)
-		live = perf_bido_table_retire(bt->table);
+		perf_bido_table_retire(bt->table);
 
 	/* Not before the entry was closed: no sample raises it after that */
 	stack_bytes = READ_ONCE(bt->stack_bytes);
@@ -836,7 +737,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	perf_bido_collect(bt, cookie, trace, stack_bytes, &res);
 	/* May free the table too: read bt->table only after it */
 	perf_bido_alloc_stash(bt);
-	perf_bido_look_up(bt, cookie, exec, bt->table, live, &res);
+	perf_bido_look_up(bt, cookie, exec, &res);
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
 				   res.parsed, &to);
