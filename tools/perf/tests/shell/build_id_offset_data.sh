@@ -20,7 +20,8 @@ injected=$(mktemp /tmp/__perf_test.bido.XXXXX)
 dump=$(mktemp /tmp/__perf_test.bido.XXXXX)
 
 cleanup() {
-  rm -f "${data}" "${injected}" "${dump}"
+  # perf inject keeps an output file that exists as <name>.old
+  rm -f "${data}" "${injected}" "${injected}.old" "${dump}"
   trap - EXIT TERM INT
 }
 

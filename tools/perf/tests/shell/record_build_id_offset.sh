@@ -11,7 +11,7 @@ dump=$(mktemp /tmp/__perf_test.dump.XXXXX)
 workload="perf test -w noploop 1"
 
 cleanup() {
-  rm -f "${perfdata}" "${perfdata}".old "${perfdata}".err "${injected}" "${dump}"
+  rm -f "${perfdata}" "${perfdata}".old "${perfdata}".err "${injected}" "${injected}".old "${dump}"
   trap - EXIT TERM INT
 }
 
