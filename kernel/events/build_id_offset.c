@@ -43,20 +43,21 @@
  * and by interrupts on its own CPU while it runs.
  *
  * Build-IDs come from the page cache only (perf_bido_build_id()): the
- * task never waits for a file system on its way back to user space.  A
- * record made while the task's mappings are as they were for its last
- * record takes the build-IDs of the mappings both have from that record,
- * instead of parsing the files again.  There is no cache shared between
- * tasks, so no lock that CPUs share and nothing that must learn of
- * unmounts.
+ * task never waits for a file system on its way back to user space.
+ * There is no cache shared between tasks, so no lock that CPUs share and
+ * nothing that must learn of unmounts.
  *
- * Most samples need no record of their own: a task keeps the two maps of
- * its last record that hold the most of its addresses, and a later
- * sample whose user addresses they all cover names that record instead
- * of asking for deferred work, while the task's address space has not
- * changed and only for sessions that got the record (perf_bido_reuse()).
- * Nothing system-wide and no clock is involved.  That keeps the steady
- * state close to the cost of the sample alone.
+ * Most samples need no record of their own: a task keeps the ranges of
+ * the five maps of its last record that hold the most of its addresses,
+ * and a later sample whose user addresses they all cover names that
+ * record instead of asking for deferred work, while the task's address
+ * space has not changed and only for sessions that got the record
+ * (perf_bido_reuse()).  Samples of deferred callchains, whose frames
+ * are not known here, get their entry's record; when the same ranges
+ * cover the entry's addresses, that record only names the last one
+ * (PERF_BUILD_ID_OFFSET_F_SAME_MAPS, perf_bido_same_maps()).  Nothing
+ * system-wide and no clock is involved.  That keeps the steady state
+ * close to the cost of the sample alone.
  *
  * Files: this one holds the per-task state, the routing of records to
  * sessions, the sampling side and the hooks core.c calls;
@@ -245,7 +246,7 @@ static const void *perf_bido_session(struct perf_event *event)
 }
 
 /* Is @id one of the sessions of @ids? */
-static bool perf_bido_has_session(const void *const *ids, const void *id)
+bool perf_bido_has_session(const void *const *ids, const void *id)
 {
 	unsigned int i;
 

@@ -276,6 +276,7 @@ static inline bool perf_bido_table_fresh(const struct perf_bido_table *tab)
 	       tab->exec_id == READ_ONCE(current->self_exec_id);
 }
 
+bool perf_bido_has_session(const void *const *ids, const void *id);
 void perf_bido_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie);
 void perf_bido_free_stash(struct task_struct *task);

@@ -12,7 +12,10 @@
  * PERF_RECORD_BUILD_ID_OFFSET to the receivers of the sessions whose
  * samples named the entry.  Then it keeps the ranges of the maps of that
  * record that hold the most of its addresses in the task's table, for
- * the reuse that the sampling side (build_id_offset.c) checks.
+ * the reuse that the sampling side (build_id_offset.c) checks.  An entry
+ * whose addresses that table covers, in an address space that has not
+ * changed since, gets a short record that names the last one instead
+ * (PERF_BUILD_ID_OFFSET_F_SAME_MAPS): no VMA lookup, no file read.
  */
 
 #include <linux/atomic.h>
@@ -339,13 +342,15 @@ VISIBLE_IF_KUNIT void perf_bido_find_vmas(struct mm_struct *mm,
 /* ---- Output ---- */
 
 /*
- * @to: the sessions to write to; @written and @lost: bit i for a receiver
- * of session @to->id[i] that got the record, or had no room for it;
- * @nr_written and @nr_lost: receivers so, of any session.
+ * @tail: what follows the fixed part, @tail_size bytes of it: maps[], or
+ * same_as; @to: the sessions to write to; @written and @lost: bit i for a
+ * receiver of session @to->id[i] that got the record, or had no room for
+ * it; @nr_written and @nr_lost: receivers so, of any session.
  */
 struct perf_bido_output {
 	struct perf_bido_record		rec;
-	const struct perf_bido_map	*maps;
+	const void			*tail;
+	u16				tail_size;
 	const struct perf_bido_sessions	*to;
 	unsigned long			written;
 	unsigned long			lost;
@@ -359,7 +364,6 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 	struct perf_bido_record rec = out->rec;
 	struct perf_output_handle handle;
 	struct perf_sample_data sample;
-	u16 maps_size = rec.nr * sizeof(*out->maps);
 	int idx = perf_bido_receiver(out->to, event);
 
 	if (idx < 0)
@@ -374,7 +378,7 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 	perf_event_header__init(&rec.header, &sample,
 				PERF_RECORD_BUILD_ID_OFFSET,
 				PERF_RECORD_MISC_USER,
-				sizeof(rec) + maps_size, event);
+				sizeof(rec) + out->tail_size, event);
 	/* No room: the ring buffer counts it lost */
 	if (perf_output_begin(&handle, &sample, event, rec.header.size)) {
 		out->nr_lost++;
@@ -388,17 +392,26 @@ static void perf_bido_output_event(struct perf_event *event, void *data)
 	rec.tid = perf_event_tid(event, current);
 
 	perf_output_put(&handle, rec);
-	__output_copy(&handle, out->maps, maps_size);
+	__output_copy(&handle, out->tail, out->tail_size);
 	perf_event__output_id_sample(event, &handle, &sample);
 
 	perf_output_end(&handle);
 }
 
 /*
- * Write the record to the receivers of the sessions in @to that see
- * current now; @parsed: build-IDs read for it, for the tracepoint.
- * Returns a mask of the sessions of @to->id whose receivers got it, none
- * of them lacking room: their later samples may name it.
+ * Write @out to the receivers of the sessions in out->to that see current
+ * now.  Returns a mask of the sessions of out->to->id whose receivers got
+ * it, none of them lacking room: their later samples may name it.
+ */
+static unsigned long perf_bido_write(struct perf_bido_output *out)
+{
+	perf_iterate_sb(perf_bido_output_event, out, NULL);
+	return out->written & ~out->lost & (BIT(PERF_BIDO_SESSIONS) - 1);
+}
+
+/*
+ * Write a record with @nr @maps; @parsed: build-IDs read for it, for the
+ * tracepoint.  Returns what perf_bido_write() does.
  */
 static unsigned long perf_bido_emit(u64 cookie, u32 flags,
 				    const struct perf_bido_map *maps,
@@ -411,11 +424,11 @@ static unsigned long perf_bido_emit(u64 cookie, u32 flags,
 			.nr	= nr,
 			.flags	= flags,
 		},
-		.maps = maps,
+		.tail = maps,
+		.tail_size = nr * sizeof(*maps),
 		.to = to,
 	};
-
-	perf_iterate_sb(perf_bido_output_event, &out, NULL);
+	unsigned long delivered = perf_bido_write(&out);
 
 	if (trace_perf_bido_record_enabled()) {
 		unsigned int i, unreadable = 0;
@@ -426,7 +439,31 @@ static unsigned long perf_bido_emit(u64 cookie, u32 flags,
 		trace_perf_bido_record(cookie, nr, flags, parsed, unreadable,
 				       out.nr_written, out.nr_lost);
 	}
-	return out.written & ~out.lost & (BIT(PERF_BIDO_SESSIONS) - 1);
+	return delivered;
+}
+
+/*
+ * Write a record that names the task's last record, @same_as, instead of
+ * maps: PERF_BUILD_ID_OFFSET_F_SAME_MAPS.  Returns what perf_bido_write()
+ * does.
+ */
+static unsigned long perf_bido_emit_same(u64 cookie, u64 same_as,
+					 const struct perf_bido_sessions *to)
+{
+	struct perf_bido_output out = {
+		.rec = {
+			.cookie	= cookie,
+			.flags	= PERF_BUILD_ID_OFFSET_F_SAME_MAPS,
+		},
+		.tail = &same_as,
+		.tail_size = sizeof(same_as),
+		.to = to,
+	};
+	unsigned long delivered = perf_bido_write(&out);
+
+	trace_perf_bido_record(cookie, 0, out.rec.flags, 0, 0, out.nr_written,
+			       out.nr_lost);
+	return delivered;
 }
 
 /*
@@ -617,6 +654,60 @@ static void perf_bido_table_keep(struct perf_bido_task *bt,
 }
 
 /*
+ * Can the record of entry @cookie name the task's last record instead of
+ * listing maps?  When that record's table is still good (see
+ * perf_bido_reuse(): same mm and program, no VMA changed since its maps
+ * were looked up), every session the entry's record goes to got it, and
+ * the ranges kept of it cover every address the entry collected.  Then
+ * that record resolves them all, as it does a sample that names it.
+ */
+static bool perf_bido_same_maps(const struct perf_bido_task *bt, u64 cookie,
+				const struct perf_bido_resolve *res,
+				const struct perf_bido_sessions *to)
+{
+	const struct perf_bido_table *tab = bt->table;
+	unsigned int i, seq;
+
+	if (!tab || res->flags || to->all || READ_ONCE(bt->cookie) != cookie)
+		return false;
+	if (!perf_bido_table_fresh(tab) ||
+	    !perf_bido_mm_seq(current->mm, &seq) || seq != tab->mm_seq)
+		return false;
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		if (to->id[i] && !perf_bido_has_session(tab->sessions, to->id[i]))
+			return false;
+	/* Not sorted yet: kernel addresses and zeroes are dropped unseen */
+	for (i = 0; i < res->nr_addrs; i++) {
+		unsigned long addr = res->addrs[i];
+
+		if (addr && addr < TASK_SIZE && !perf_bido_table_covers(tab, addr))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The record of entry @cookie named the task's last one, which the table
+ * kept: the table now stands for @cookie, for the sessions of @to in
+ * @delivered.  The cookie goes last, as in perf_bido_table_keep().
+ */
+static void perf_bido_table_rename(struct perf_bido_table *tab, u64 cookie,
+				   const struct perf_bido_sessions *to,
+				   unsigned long delivered)
+{
+	unsigned int i;
+
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
+	/*
+	 * The sessions, then the cookie: pairs with the barrier() after the
+	 * READ_ONCE(tab->cookie) in perf_bido_reuse()
+	 */
+	barrier();
+	WRITE_ONCE(tab->cookie, cookie);
+}
+
+/*
  * Collect the user addresses of entry @cookie in res->addrs, which has
  * room for them (see perf_bido_unwind_callback()): where the task is,
  * where the entry's samples saw it, the deferred unwinder's walk of its
@@ -699,6 +790,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	unsigned long delivered;
 	struct perf_bido_task *bt;
 	unsigned int nr;
+	u64 last = 0;
 	bool exec;
 	u32 stack_bytes;
 
@@ -718,8 +810,10 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 		return;
 	}
 
-	if (bt->table)
+	if (bt->table) {
+		last = READ_ONCE(bt->table->cookie);
 		perf_bido_table_retire(bt->table);
+	}
 
 	/* Not before the entry was closed: no sample raises it after that */
 	stack_bytes = READ_ONCE(bt->stack_bytes);
@@ -737,6 +831,16 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	perf_bido_collect(bt, cookie, trace, stack_bytes, &res);
 	/* May free the table too: read bt->table only after it */
 	perf_bido_alloc_stash(bt);
+
+	/* The steady state: nothing changed, the last record says it all */
+	if (last && !exec && perf_bido_same_maps(bt, cookie, &res, &to)) {
+		delivered = perf_bido_emit_same(cookie, last, &to);
+		if (delivered)
+			perf_bido_table_rename(bt->table, cookie, &to, delivered);
+		kvfree(res.maps);
+		return;
+	}
+
 	perf_bido_look_up(bt, cookie, exec, &res);
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
