@@ -1507,6 +1507,440 @@ TEST(deferred_callchain)
 }
 
 /*
+ * PERF_BUILD_ID_OFFSET_F_SAME_MAPS.  With defer_callchain every sampled
+ * kernel entry gets a record of its own (its samples never name an
+ * earlier one); where the task's address space has not changed since its
+ * last record and that record's maps cover every user address of the
+ * entry, the record is SAME_MAPS: no maps, and the cookie of that last
+ * record in same_as.  The common parser judges every such record (it must
+ * name its tid's previous record in the reader's stream) and resolves it
+ * through the chain; these cases check when the kernel writes one.
+ *
+ * The workload is a child of its own (nothing else in its address space
+ * maps or unmaps: the reader's allocations are in another process) that
+ * loops in libbido_dl.so under a dozen frames of this program.
+ */
+#define SAME_DEPTH	12
+#define SAME_WORK	100000
+#define MAX_CHANGES	64
+
+enum same_change { CH_FLIP, CH_MMAP, CH_MPROTECT, CH_KINDS };
+
+/* Shared with the child: what it changed, when (CLOCK_MONOTONIC) */
+struct same_log {
+	int nr;
+	struct {
+		uint64_t before, after;
+		int kind;
+		int copy;	/* the library's text is the copy's after it */
+	} c[MAX_CHANGES];
+	int failures;
+};
+
+static __attribute__((noipa)) unsigned long same_deep(int level, unsigned long n)
+{
+	if (level)
+		return same_deep(level - 1, n) + 1;
+	return lib_work(n, leaf);
+}
+
+/* Burn @secs of CPU in the library at the bottom of the deep stack */
+static void same_burn(double secs)
+{
+	double until = cpu_seconds() + secs;
+
+	while (cpu_seconds() < until)
+		bido_sink += same_deep(SAME_DEPTH, SAME_WORK);
+}
+
+/* The library's text mapping, and files to map there */
+struct same_text {
+	uintptr_t start, end;
+	uint64_t pgoff;
+	int fd[2];		/* the library, a copy with another build-ID */
+	char copy[64];
+};
+
+/*
+ * Find the text of libbido_dl.so in @m and write a copy of the library
+ * whose build-ID differs (same code: the loop goes on in it when it is
+ * mapped over the text)
+ */
+static int same_text_setup(struct same_text *st, struct maps *m,
+			   const char *path)
+{
+	uint8_t bid[MAX_BUILD_ID], *img;
+	uint64_t note_off = 0;
+	struct stat sb;
+	int i, n;
+
+	memset(st, 0, sizeof(*st));
+	st->fd[0] = -1;
+	st->fd[1] = -1;
+	for (i = 0; i < m->nr; i++)
+		if (m->v[i].exec && strstr(m->v[i].path, "libbido_dl.so")) {
+			st->start = m->v[i].start;
+			st->end = m->v[i].end;
+			st->pgoff = m->v[i].pgoff;
+		}
+	st->fd[0] = open(path, O_RDONLY | O_CLOEXEC);
+	if (!st->start || st->fd[0] < 0 || fstat(st->fd[0], &sb))
+		return -1;
+	n = elf_build_id(st->fd[0], bid, &note_off);
+	img = malloc(sb.st_size);
+	if (n != MAX_BUILD_ID || !img ||
+	    pread(st->fd[0], img, sb.st_size, 0) != sb.st_size) {
+		free(img);
+		return -1;
+	}
+	fresh_build_id(img + note_off, 7);
+	snprintf(st->copy, sizeof(st->copy), "/tmp/bido_same_XXXXXX");
+	i = mkstemp(st->copy);
+	if (i >= 0)
+		close(i);
+	st->fd[1] = i < 0 ? -1 : write_file(st->copy, img, sb.st_size);
+	free(img);
+	return st->fd[1] < 0 ? -1 : 0;
+}
+
+static void same_text_free(struct same_text *st)
+{
+	if (st->fd[0] >= 0)
+		close(st->fd[0]);
+	if (st->fd[1] >= 0)
+		close(st->fd[1]);
+	if (st->copy[0])
+		unlink(st->copy);
+}
+
+/* One change of the child's address space, logged */
+static void same_change(struct same_log *log, struct same_text *st,
+			char *data)
+{
+	int kind = log->nr % CH_KINDS, copy = log->nr ?
+		   log->c[log->nr - 1].copy : 0;
+	uint64_t before = now_ns();
+	void *p;
+
+	switch (kind) {
+	case CH_FLIP:
+		/* The other file's text where the library's is */
+		copy = !copy;
+		p = mmap((void *)st->start, st->end - st->start,
+			 PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED,
+			 st->fd[copy], st->pgoff);
+		log->failures += p != (void *)st->start;
+		break;
+	case CH_MMAP:
+		p = mmap(NULL, PG, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		log->failures += p == MAP_FAILED || munmap(p, PG);
+		break;
+	case CH_MPROTECT:
+		/* Read-only, then back: each time another protection */
+		log->failures += !!mprotect(data + PG, PG,
+					    log->nr / CH_KINDS & 1 ?
+					    PROT_READ | PROT_WRITE : PROT_READ);
+		break;
+	}
+	log->c[log->nr].before = before;
+	log->c[log->nr].after = now_ns();
+	log->c[log->nr].kind = kind;
+	log->c[log->nr].copy = copy;
+	__atomic_store_n(&log->nr, log->nr + 1, __ATOMIC_RELEASE);
+}
+
+/* The sampling event of these cases: one walk per entry, one record */
+static void same_attr(struct perf_event_attr *attr)
+{
+	bido_attr(attr);
+	attr->defer_callchain = 1;
+	/* Times to compare with the child's log */
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
+}
+
+/* Samples whose time is in no change and whose text is @arg's file */
+struct same_pick {
+	const struct same_log *log;
+	int copy;
+};
+
+static bool same_picked(const struct sample *s, void *arg)
+{
+	const struct same_pick *sp = arg;
+	int k, copy = 0;
+
+	for (k = 0; k < sp->log->nr; k++) {
+		if (s->time >= sp->log->c[k].before &&
+		    s->time <= sp->log->c[k].after)
+			return false;
+		if (s->time > sp->log->c[k].after)
+			copy = sp->log->c[k].copy;
+	}
+	return copy == sp->copy;
+}
+
+/*
+ * Run the workload in a child, @changes mapping changes with @secs of CPU
+ * before each and after the last, sampled by a per-task event; @t gets
+ * everything, @log what the child changed.  0 or why not.
+ */
+static const char *same_run(struct __test_metadata *_metadata,
+			    struct trace *t, struct same_log *log,
+			    struct same_text *st, int changes, double secs)
+{
+	struct perf_event_attr attr;
+	struct ring rb;
+	int go, status;
+	pid_t child;
+
+	same_attr(&attr);
+	child = fork_held(&go);
+	if (child < 0)
+		return "fork";
+	if (!child) {
+		char *data = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int i;
+
+		log->failures += data == MAP_FAILED;
+		for (i = 0; i < changes && i < MAX_CHANGES; i++) {
+			same_burn(secs);
+			same_change(log, st, data);
+		}
+		same_burn(secs);
+		_exit(0);
+	}
+	if (ring_open(&rb, &attr, child, -1, RING_PAGES)) {
+		kill(child, SIGKILL);
+		close(go);
+		waitpid(child, &status, 0);
+		return "ring_open";
+	}
+	status = trace_child(&rb, 1, t, go, child, 20000);
+	close(go);
+	ring_close(&rb);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return "the workload failed";
+	return NULL;
+}
+
+/*
+ * The library dlopen()ed (its path in @path, PATH_MAX) for the workload,
+ * and the log the child shares
+ */
+static void same_open(struct __test_metadata *_metadata, char *path,
+		      void **dl, struct same_log **log)
+{
+	lib_path(path, PATH_MAX, "libbido_dl.so");
+	*dl = dlopen(path, RTLD_NOW);
+	ASSERT_NE(NULL, *dl) TH_LOG("dlopen %s: %s", path, dlerror());
+	lib_work = dlsym(*dl, "bido_lib_work");
+	ASSERT_NE(NULL, lib_work);
+	*log = mmap(NULL, sizeof(**log), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, *log);
+}
+
+static void same_close(struct trace *t, struct same_log *log, void *dl)
+{
+	trace_free(t);
+	munmap(log, sizeof(*log));
+	lib_work = NULL;
+	dlclose(dl);
+}
+
+/* What the records of a SAME_MAPS case are */
+struct same_count {
+	int full, same, named_missing;
+	uint64_t both, cookie_differs;
+};
+
+static void same_count(struct trace *t, struct same_count *sc)
+{
+	int i;
+
+	memset(sc, 0, sizeof(*sc));
+	for (i = 0; i < t->nr_r; i++) {
+		if (!t->r[i].same_as)
+			sc->full++;
+		else if (!find_record(t, t->r[i].tid, t->r[i].same_as))
+			sc->named_missing++;
+		else
+			sc->same++;
+	}
+	/* Never an earlier record: the cookie of the sample's own entry */
+	for (i = 0; i < t->nr_s; i++) {
+		if (!t->s[i].cookie || !t->s[i].defer_cookie)
+			continue;
+		sc->both++;
+		sc->cookie_differs += t->s[i].cookie != t->s[i].defer_cookie;
+	}
+}
+
+/*
+ * Steady state: the loop changes no mapping, so after the first record
+ * most are SAME_MAPS, each naming the one before, and every sampled IP
+ * and every deferred frame resolves through the chain to the right
+ * build-ID and file offset.
+ */
+TEST(same_maps_steady)
+{
+	struct same_log *log;
+	struct same_count sc;
+	struct trace t = {};
+	struct same_text st;
+	char path[PATH_MAX];
+	const char *err;
+	struct tally ty;
+	struct maps m;
+	int dup, missing;
+	void *dl;
+
+	if (bido_missing(_metadata))
+		return;
+	same_open(_metadata, path, &dl, &log);
+	memset(&st, 0, sizeof(st));
+
+	err = same_run(_metadata, &t, log, &st, 0, 1.5);
+	ASSERT_EQ(NULL, err) TH_LOG("%s", err);
+	missing = trace_merge_deferred(&t, &dup);
+	same_count(&t, &sc);
+
+	/* The child forked from us after the dlopen(): our maps are its */
+	maps_read(&m, "/proc/self/maps");
+	join(&t, &m, NULL, &ty, NULL, NULL);
+	tally_print("same_maps_steady", &ty, &t);
+	ksft_print_msg(
+		"same_maps_steady: %d records: %d full, %d SAME_MAPS naming their tid's previous record, %d naming one not read; %d CALLCHAIN_DEFERRED (%d twice), %d entries without theirs; %llu of %llu samples with another cookie than their deferred callchain's\n",
+		t.nr_r, sc.full, sc.same, sc.named_missing, t.nr_d, dup,
+		missing, (unsigned long long)sc.cookie_differs,
+		(unsigned long long)sc.both);
+	/* Layout, and every SAME_MAPS names its tid's previous record */
+	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
+	expect_exact(_metadata, &t, &ty, 50, false, 999);
+	EXPECT_LT(10, t.nr_r);
+	/* A clear majority of the records after the first */
+	EXPECT_LT(t.nr_r - 1, 2 * sc.same);
+	EXPECT_EQ(t.same_maps, sc.same);
+	EXPECT_EQ(0, sc.cookie_differs);
+	EXPECT_LT(0, sc.both);
+	EXPECT_EQ(0, dup);
+	EXPECT_GE(1, missing);
+
+	free(m.v);
+	same_close(&t, log, dl);
+}
+
+/*
+ * Mapping changes between entries: every so often the child maps an
+ * executable page and unmaps it, mprotect()s a page of its data, or maps
+ * a copy of the library with another build-ID over the library's text
+ * (MAP_FIXED; the same code, so the loop goes on in it), and back.  No
+ * SAME_MAPS record written after a change names a record written before
+ * it, and every address resolves to the file mapped at its sample's time:
+ * a kernel that ignored the change would name the library's old
+ * build-ID.
+ */
+TEST(same_maps_changes)
+{
+	int i, k, violations = 0, fresh = 0, flips = 0, dup, missing;
+	struct same_pick pick[2];
+	struct same_log *log;
+	struct same_count sc;
+	struct trace t = {};
+	struct same_text st;
+	char path[PATH_MAX];
+	struct tally ty[2];
+	struct maps m[2];
+	const char *err;
+	void *dl;
+
+	if (bido_missing(_metadata))
+		return;
+	same_open(_metadata, path, &dl, &log);
+	maps_read(&m[0], "/proc/self/maps");
+	ASSERT_EQ(0, same_text_setup(&st, &m[0], path));
+	/* The truth while the copy is mapped: its path over the text */
+	maps_read(&m[1], "/proc/self/maps");
+	for (i = 0; i < m[1].nr; i++) {
+		struct vma *v = &m[1].v[i];
+
+		if (v->start != st.start)
+			continue;
+		snprintf(v->path, sizeof(v->path), "%s", st.copy);
+		/* Read now: the copy is gone when the truth is asked */
+		v->bid_size = path_build_id(st.copy, v->bid);
+		ASSERT_EQ(MAX_BUILD_ID, v->bid_size);
+	}
+
+	err = same_run(_metadata, &t, log, &st, 15, 0.1);
+	same_text_free(&st);
+	ASSERT_EQ(NULL, err) TH_LOG("%s", err);
+	EXPECT_EQ(0, log->failures);
+	EXPECT_EQ(15, log->nr);
+	missing = trace_merge_deferred(&t, &dup);
+	same_count(&t, &sc);
+
+	for (k = 0; k < log->nr; k++) {
+		const struct record *first = NULL;
+
+		flips += log->c[k].kind == CH_FLIP;
+		for (i = 0; i < t.nr_r; i++) {
+			const struct record *r = &t.r[i], *p;
+
+			if (r->time <= log->c[k].after)
+				continue;
+			if (!first || r->time < first->time)
+				first = r;
+			p = r->same_as ? find_record(&t, r->tid, r->same_as) :
+			    NULL;
+			/* Written after the change, naming one from before */
+			if (p && p->time < log->c[k].before) {
+				if (!violations++)
+					TH_LOG("change %d (%d) at %llu-%llu: record %#llx at %llu names %#llx at %llu",
+					       k, log->c[k].kind,
+					       (unsigned long long)log->c[k].before,
+					       (unsigned long long)log->c[k].after,
+					       (unsigned long long)r->cookie,
+					       (unsigned long long)r->time,
+					       (unsigned long long)p->cookie,
+					       (unsigned long long)p->time);
+			}
+		}
+		fresh += first && !first->same_as;
+	}
+
+	for (i = 0; i < 2; i++) {
+		pick[i].log = log;
+		pick[i].copy = i;
+		join(&t, &m[i], NULL, &ty[i], same_picked, &pick[i]);
+		tally_print(i ? "same_maps_changes, the copy mapped" :
+			    "same_maps_changes, the library mapped",
+			    &ty[i], &t);
+	}
+	ksft_print_msg(
+		"same_maps_changes: %d changes (%d of the library's text), %d followed by a full record; %d records: %d full, %d SAME_MAPS, %d naming one not read; %d SAME_MAPS after a change naming a record before it\n",
+		log->nr, flips, fresh, t.nr_r, sc.full, sc.same,
+		sc.named_missing, violations);
+	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
+	EXPECT_EQ(0, violations);
+	/* Chains between the changes, else nothing was tested */
+	EXPECT_LT(0, sc.same);
+	EXPECT_LT(0, fresh);
+	EXPECT_EQ(0, sc.cookie_differs);
+	EXPECT_EQ(0, dup);
+	EXPECT_GE(1, missing);
+	for (i = 0; i < 2; i++)
+		expect_exact(_metadata, &t, &ty[i], 10, false, 999);
+
+	for (i = 0; i < 2; i++)
+		free(m[i].v);
+	same_close(&t, log, dl);
+}
+
+/*
  * Per-CPU events, a task that hops between CPUs: its record may be
  * written on another CPU than its sample, and the join across buffers
  * must still find it.  Samples of the idle task carry cookie 0.

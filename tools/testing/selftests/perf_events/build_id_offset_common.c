@@ -303,10 +303,23 @@ void trace_bad(struct trace *t, const char *why)
 		snprintf(t->why, sizeof(t->why), "%s", why);
 }
 
+/* Make @r's maps a copy of @from's (none if NULL) */
+static void record_copy_maps(struct record *r, const struct record *from)
+{
+	size_t len = from ? from->nr * sizeof(struct bido_map) : 0;
+
+	free(r->maps);
+	r->maps = malloc(len + 1);
+	if (len)
+		memcpy(r->maps, from->maps, len);
+	r->nr = from ? from->nr : 0;
+}
+
 struct record *trace_add_record(struct trace *t, const struct bido_rec_head *h)
 {
 	size_t len = h->nr * sizeof(struct bido_map);
 	struct record *r;
+	int i;
 
 	if (t->nr_r == t->max_r)
 		t->r = grow(t->r, &t->max_r, sizeof(*t->r));
@@ -320,6 +333,19 @@ struct record *trace_add_record(struct trace *t, const struct bido_rec_head *h)
 	r->first = NO_TIME;
 	r->maps = malloc(len + 1);
 	memcpy(r->maps, h + 1, len);
+	r->same_as = bido_same_as(h);
+	if (!r->same_as)
+		return r;
+	t->same_maps++;
+	/*
+	 * The maps of the record it names, if read already, for the readers
+	 * that look before trace_chain() judges the chain
+	 */
+	for (i = t->nr_r - 2; i >= 0; i--)
+		if (t->r[i].tid == r->tid && t->r[i].cookie == r->same_as) {
+			record_copy_maps(r, &t->r[i]);
+			break;
+		}
 	return r;
 }
 
@@ -327,6 +353,19 @@ static const struct sample_id *trailer(const struct perf_event_header *h)
 {
 	return (const void *)((const char *)h + h->size -
 			      sizeof(struct sample_id));
+}
+
+uint64_t bido_same_as(const struct bido_rec_head *h)
+{
+	const struct bido_map *maps = (const void *)(h + 1);
+	uint64_t v;
+
+	if (!(h->flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS) ||
+	    h->header.size < sizeof(*h) + (uint64_t)h->nr * sizeof(*maps) +
+			     sizeof(v))
+		return 0;
+	memcpy(&v, &maps[h->nr], sizeof(v));
+	return v;
 }
 
 /*
@@ -337,11 +376,13 @@ const char *bido_record_problem(const struct bido_rec_head *h,
 				size_t id_size)
 {
 	const struct bido_map *maps = (const void *)(h + 1);
+	bool same = h->flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS;
 	uint32_t i, j;
 
 	if (h->header.size != sizeof(*h) + (uint64_t)h->nr * sizeof(*maps) +
-			      id_size)
-		return "record size does not match nr";
+			      (same ? sizeof(uint64_t) : 0) + id_size)
+		return same ? "SAME_MAPS record size does not match nr and same_as" :
+			      "record size does not match nr";
 	if (h->header.misc != PERF_RECORD_MISC_USER)
 		return "header.misc is not PERF_RECORD_MISC_USER";
 	if (!h->cookie)
@@ -350,6 +391,14 @@ const char *bido_record_problem(const struct bido_rec_head *h,
 		return "unknown record flags";
 	if ((h->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) && h->nr)
 		return "MM_CHANGED record with maps";
+	if (same && h->nr)
+		return "SAME_MAPS record with maps";
+	if (same && (h->flags & BIDO_F_NOT_SAME))
+		return "SAME_MAPS with TRUNCATED, MM_CHANGED or MAPS_CHANGED";
+	if (same && !bido_same_as(h))
+		return "SAME_MAPS naming cookie 0";
+	if (same && bido_same_as(h) == h->cookie)
+		return "SAME_MAPS naming its own cookie";
 	for (i = 0; i < h->nr; i++) {
 		const struct bido_map *m = &maps[i];
 
@@ -387,7 +436,9 @@ static void parse_record(struct trace *t, const struct bido_rec_head *h)
 		trace_bad(t, why);
 		/* Where its size is wrong, nothing of it can be read */
 		if (h->header.size != sizeof(*h) + sizeof(*id) +
-				      h->nr * sizeof(struct bido_map))
+				      h->nr * sizeof(struct bido_map) +
+				      (h->flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS ?
+				       sizeof(uint64_t) : 0))
 			return;
 	}
 	if (id->res)
@@ -538,6 +589,9 @@ void ring_drain(struct ring *rb, struct trace *t)
 
 	if (!rb->pg)
 		return;
+	if (!t->ring)
+		t->ring = rb;
+	t->many_rings |= t->ring != rb;
 	head = __atomic_load_n(&rb->pg->data_head, __ATOMIC_ACQUIRE);
 	tail = rb->pg->data_tail;
 	while (tail < head) {
@@ -605,6 +659,8 @@ int trace_sessions(struct ring *rb, int nr_rb, struct trace *t, int nr_t,
 		ioctl(rb[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 		ring_drain(&rb[i], &t[i / per]);
 	}
+	for (i = 0; i < nr_t; i++)
+		trace_chain(&t[i]);
 	return status;
 }
 
@@ -664,6 +720,60 @@ static int cmp_sample(const void *a, const void *b)
 	return 0;
 }
 
+/* The records of a tid in the order the kernel wrote them */
+static const struct trace *chain_trace;
+
+static int cmp_written(const void *a, const void *b)
+{
+	const struct record *x = &chain_trace->r[*(const int *)a];
+	const struct record *y = &chain_trace->r[*(const int *)b];
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	/* One ring holds them in that order; several, by their time */
+	if (chain_trace->many_rings && x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+void trace_chain(struct trace *t)
+{
+	int *order = malloc((t->nr_r + 1) * sizeof(*order));
+	int i, k;
+
+	for (i = 0; i < t->nr_r; i++)
+		order[i] = i;
+	chain_trace = t;
+	qsort(order, t->nr_r, sizeof(*order), cmp_written);
+	for (i = 0; i < t->nr_r; i++) {
+		struct record *r = &t->r[order[i]], *prev = NULL;
+
+		if (!r->same_as)
+			continue;
+		/* Before it, of its tid; not a copy of itself (a duplicate) */
+		for (k = i - 1; k >= 0; k--) {
+			struct record *p = &t->r[order[k]];
+
+			if (p->tid != r->tid)
+				break;
+			if (p->cookie != r->cookie) {
+				prev = p;
+				break;
+			}
+		}
+		if (prev && prev->cookie == r->same_as) {
+			/* Resolved in this order: its maps are the chain's */
+			record_copy_maps(r, prev);
+		} else if (!r->chain_checked) {
+			trace_bad(t, find_record(t, r->tid, r->same_as) ?
+				  "SAME_MAPS names a record that is not its tid's previous one" :
+				  "SAME_MAPS names a record the reader does not have");
+		}
+		r->chain_checked = true;
+	}
+	free(order);
+}
+
 /*
  * Once everything is read: index the records by (tid, cookie), counting
  * duplicates, and sort the samples by tid and time, noting for each the
@@ -678,6 +788,7 @@ void trace_index(struct trace *t)
 {
 	int i;
 
+	trace_chain(t);
 	t->by_cookie = malloc((t->nr_r + 1) * sizeof(*t->by_cookie));
 	for (i = 0; i < t->nr_r; i++)
 		t->by_cookie[i] = &t->r[i];
@@ -778,6 +889,7 @@ int trace_merge_deferred(struct trace *t, int *dup)
 	const struct sample *last = NULL;
 	int i, missing = 0;
 
+	trace_chain(t);
 	qsort(t->d, t->nr_d, sizeof(*t->d), cmp_deferred);
 	*dup = 0;
 	for (i = 1; i < t->nr_d; i++)

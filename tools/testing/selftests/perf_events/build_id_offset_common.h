@@ -38,7 +38,11 @@ struct bido_rec_head {
 };
 
 #define BIDO_F_KNOWN	(PERF_BUILD_ID_OFFSET_F_TRUNCATED | PERF_BUILD_ID_OFFSET_F_MM_CHANGED | \
-			 PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED | PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED)
+			 PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED | PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED | \
+			 PERF_BUILD_ID_OFFSET_F_SAME_MAPS)
+/* Flags a record that names the task's previous one cannot have */
+#define BIDO_F_NOT_SAME	(PERF_BUILD_ID_OFFSET_F_TRUNCATED | PERF_BUILD_ID_OFFSET_F_MM_CHANGED | \
+			 PERF_BUILD_ID_OFFSET_F_MAPS_CHANGED)
 #define BIDO_MAP_KNOWN	(PERF_BUILD_ID_OFFSET_MAP_ANON | PERF_BUILD_ID_OFFSET_MAP_VDSO | \
 			 PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID | PERF_BUILD_ID_OFFSET_MAP_DELETED | \
 			 PERF_BUILD_ID_OFFSET_MAP_UNREADABLE | PERF_BUILD_ID_OFFSET_MAP_ANON_FILE)
@@ -51,6 +55,11 @@ struct bido_rec_head {
  */
 const char *bido_record_problem(const struct bido_rec_head *h,
 				size_t id_size);
+/*
+ * The same_as of a record with PERF_BUILD_ID_OFFSET_F_SAME_MAPS (after
+ * its maps[], of which it has none), 0 for any other record
+ */
+uint64_t bido_same_as(const struct bido_rec_head *h);
 
 /* sample_id_all trailer of a non-sample record: TID, TIME, CPU */
 struct sample_id {
@@ -135,6 +144,13 @@ struct record {
 	uint32_t pid, tid, cpu, flags, nr;
 	uint64_t time, cookie;
 	uint64_t first;		/* time of the first sample joined to it */
+	/*
+	 * With PERF_BUILD_ID_OFFSET_F_SAME_MAPS: the cookie of the record
+	 * it names, whose maps (followed down the chain to a record with
+	 * maps of its own) are copied into maps and nr; else 0
+	 */
+	uint64_t same_as;
+	bool chain_checked;	/* same_as judged by trace_chain() */
 	struct bido_map *maps;
 };
 
@@ -172,6 +188,14 @@ struct trace {
 	bool no_callchain;
 	int bad_records;	/* layout, padding or pointer problems */
 	char why[128];		/* the first of them */
+	/*
+	 * The ring read first, and whether others were read into the same
+	 * trace: then the records of a tid are in the order of their time,
+	 * else in the order read
+	 */
+	const struct ring *ring;
+	bool many_rings;
+	int same_maps;		/* records with PERF_BUILD_ID_OFFSET_F_SAME_MAPS */
 	/* Set by trace_index() */
 	struct record **by_cookie;
 	int dup_records;	/* records of a (tid, cookie) seen before */
@@ -198,6 +222,15 @@ int trace_sessions(struct ring *rb, int nr_rb, struct trace *t, int nr_t,
  */
 pid_t fork_held(int *go);
 void trace_index(struct trace *t);
+/*
+ * Once everything is read (trace_index(), trace_sessions() and
+ * trace_merge_deferred() call it): every record with
+ * PERF_BUILD_ID_OFFSET_F_SAME_MAPS must name the previous record of its
+ * tid in @t, a bad record otherwise, and gets the maps of that one, so
+ * that find_record() and rec_find() resolve its samples.  Each record is
+ * judged once: where @t reads several rings, only when all are drained.
+ */
+void trace_chain(struct trace *t);
 struct record *find_record(const struct trace *t, uint32_t tid,
 			   uint64_t cookie);
 const struct bido_map *rec_find(const struct record *r, uint64_t a);

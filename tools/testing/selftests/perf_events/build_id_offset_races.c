@@ -782,7 +782,9 @@ TEST(two_consumers)
  * samples names, but for records whose samples were lost.  Variants: with
  * the user callchain in the sample (records are reused, which must stay
  * within the session that got them) and with deferred callchains (both
- * record types are routed).
+ * record types are routed; a record may be SAME_MAPS, naming the last
+ * record of its task that reached the same sessions: the parser checks
+ * that it names the previous record of its tid in this session's buffers).
  *
  * Variant three: a second per-CPU session (another daemon) samples the
  * same threads as well.  The kernel names two sessions per entry; the
@@ -939,9 +941,9 @@ TEST_F(two_sessions, run)
 		unnamed = unnamed_records(&t[s]);
 		tally_print(name[s], &ty[s], &t[s]);
 		ksft_print_msg(
-			"%s: %llu records of the sampled process, %d deferred callchains, %d records named by none of its samples\n",
+			"%s: %llu records of the sampled process, %d of them SAME_MAPS (each naming this session's previous record of its tid), %d deferred callchains, %d records named by none of its samples\n",
 			name[s], (unsigned long long)child_recs[s],
-			t[s].nr_d, unnamed);
+			t[s].same_maps, t[s].nr_d, unnamed);
 		EXPECT_EQ(0, t[s].bad_records) TH_LOG("%s", t[s].why);
 		EXPECT_EQ(0, t[s].dup_records);
 		EXPECT_EQ(0, ty[s].wrong) TH_LOG("%s", ty[s].first_wrong);
