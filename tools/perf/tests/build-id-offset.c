@@ -19,6 +19,10 @@
 #define LIVE_TID	0x7ffffff0
 #define DEAD_TID	0x7ffffff1
 #define LATE_TID	0x7ffffff2
+#define CHAIN_TID	0x7ffffff3
+#define MISS_TID	0x7ffffff4
+/* The cookie of a tid's record @n: scan_record()'s is COOKIE(1, tid) */
+#define COOKIE(n, tid)	((n) * 0x1000ULL + (tid))
 
 static void scan_exit(struct bido_namer *namer, u32 tid)
 {
@@ -42,7 +46,7 @@ static void scan_record(struct bido_namer *namer, u32 tid)
 	rec->header.size = sizeof(buf);
 	rec->pid = tid;
 	rec->tid = tid;
-	rec->cookie = 0x1000 + tid;
+	rec->cookie = COOKIE(1, tid);
 	rec->nr = 1;
 	map->start = 0x400000;
 	map->end = 0x401000;
@@ -51,25 +55,64 @@ static void scan_record(struct bido_namer *namer, u32 tid)
 	bido_namer__scan(namer, namer, buf, sizeof(buf));
 }
 
+/* A record flagged SAME_MAPS naming @same_as, with room for a sample_id */
+static void scan_same(struct bido_namer *namer, u32 tid, u64 cookie, u64 same_as)
+{
+	u64 buf[sizeof(struct perf_record_build_id_offset) / sizeof(u64) + 1 + 2] = {};
+	struct perf_record_build_id_offset *rec = (void *)buf;
+
+	rec->header.type = PERF_RECORD_BUILD_ID_OFFSET;
+	rec->header.size = sizeof(buf);
+	rec->pid = tid;
+	rec->tid = tid;
+	rec->cookie = cookie;
+	rec->flags = PERF_BUILD_ID_OFFSET_F_SAME_MAPS;
+	memcpy(rec->maps, &same_as, sizeof(same_as));
+	bido_namer__scan(namer, namer, buf, sizeof(buf));
+}
+
 struct carried {
 	int	nr;
-	u32	tid[4];
+	struct {
+		u32	tid, nr, flags;
+		u64	cookie;
+	} rec[4];
 };
 
 static int carry_write(union perf_event *event, void *data)
 {
 	struct carried *c = data;
 
-	if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET && c->nr < 4)
-		c->tid[c->nr++] = event->build_id_offset.tid;
+	if (event->header.type == PERF_RECORD_BUILD_ID_OFFSET && c->nr < 4) {
+		c->rec[c->nr].tid = event->build_id_offset.tid;
+		c->rec[c->nr].nr = event->build_id_offset.nr;
+		c->rec[c->nr].flags = event->build_id_offset.flags;
+		c->rec[c->nr++].cookie = event->build_id_offset.cookie;
+	}
 	return 0;
+}
+
+/* Whether a record of @tid with this cookie, nr and flags was carried */
+static bool carried(const struct carried *c, u32 tid, u64 cookie, u32 nr, u32 flags)
+{
+	int i;
+
+	for (i = 0; i < c->nr; i++) {
+		if (c->rec[i].tid == tid)
+			return c->rec[i].cookie == cookie && c->rec[i].nr == nr &&
+			       c->rec[i].flags == flags;
+	}
+	return false;
 }
 
 /*
  * A task's last record is carried into each new file while the task
  * lives.  One that exited is not, even when its record, written before
  * its EXIT on another CPU, is read in a later pass than the EXIT; nor one
- * whose EXIT comes in the same pass as its record.
+ * whose EXIT comes in the same pass as its record.  A chain of records
+ * flagged SAME_MAPS carries the maps of the record it starts from, under
+ * the cookie of its last (the one the task's next samples name); one that
+ * names a record not seen is carried as it is.
  */
 static int test__bido_namer_carry(struct test_suite *test __maybe_unused,
 				  int subtest __maybe_unused)
@@ -94,13 +137,20 @@ static int test__bido_namer_carry(struct test_suite *test __maybe_unused,
 	scan_record(namer, DEAD_TID);
 	scan_record(namer, LATE_TID);
 	scan_exit(namer, LATE_TID);
+	/* CHAIN_TID: a record, then two naming it in turn; MISS_TID: one naming none */
+	scan_record(namer, CHAIN_TID);
+	scan_same(namer, CHAIN_TID, COOKIE(2, CHAIN_TID), COOKIE(1, CHAIN_TID));
+	scan_same(namer, CHAIN_TID, COOKIE(3, CHAIN_TID), COOKIE(2, CHAIN_TID));
+	scan_same(namer, MISS_TID, COOKIE(2, MISS_TID), COOKIE(1, MISS_TID));
 	if (bido_namer__run(namer) < 0)
 		goto out;
 
 	if (bido_namer__carry(namer, carry_write, &c))
 		goto out;
-	pr_debug("carried %d records, of tid %#x\n", c.nr, c.nr ? c.tid[0] : 0);
-	if (c.nr == 1 && c.tid[0] == LIVE_TID)
+	pr_debug("carried %d records\n", c.nr);
+	if (c.nr == 3 && carried(&c, LIVE_TID, COOKIE(1, LIVE_TID), 1, 0) &&
+	    carried(&c, CHAIN_TID, COOKIE(3, CHAIN_TID), 1, 0) &&
+	    carried(&c, MISS_TID, COOKIE(2, MISS_TID), 0, PERF_BUILD_ID_OFFSET_F_SAME_MAPS))
 		err = TEST_OK;
 out:
 	bido_namer__delete(namer);

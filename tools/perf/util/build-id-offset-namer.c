@@ -190,7 +190,7 @@ struct bido_namer {
 	u64			 nr_files_forgotten;
 	/* The perf record summary: records and their flags, events lost */
 	u64			 nr_records, nr_truncated, nr_addrs_dropped;
-	u64			 nr_mm_changed, nr_lost;
+	u64			 nr_mm_changed, nr_same_maps, nr_lost;
 	/* Counts the processes added to @pids, see BIDO_PID() */
 	long			 pid_gen;
 };
@@ -264,8 +264,9 @@ struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named,
  * bido_namer__fprintf_summary - what the records perf record wrote say
  *
  * For the end of 'perf record': the build-ID offset records written,
- * those that miss mappings (TRUNCATED), addresses (ADDRS_DROPPED) or came
- * after an exec (MM_CHANGED), and the records of any kind the kernel
+ * those that miss mappings (TRUNCATED), addresses (ADDRS_DROPPED), came
+ * after an exec (MM_CHANGED) or name the task's previous record for their
+ * maps (SAME_MAPS), and the records of any kind the kernel
  * could not write (PERF_RECORD_LOST): a sample whose record was lost
  * resolves nothing in user space.
  */
@@ -276,9 +277,10 @@ size_t bido_namer__fprintf_summary(struct bido_namer *namer, FILE *fp)
 	mutex_lock(&namer->lock);
 	ret = fprintf(fp, "[ perf record: %" PRIu64 " build-ID offset records (%" PRIu64
 		      " truncated, %" PRIu64 " with addresses dropped, %" PRIu64
-		      " after an exec), %" PRIu64 " records lost ]\n",
+		      " after an exec, %" PRIu64 " with the maps of the previous),"
+		      " %" PRIu64 " records lost ]\n",
 		      namer->nr_records, namer->nr_truncated, namer->nr_addrs_dropped,
-		      namer->nr_mm_changed, namer->nr_lost);
+		      namer->nr_mm_changed, namer->nr_same_maps, namer->nr_lost);
 	mutex_unlock(&namer->lock);
 	return ret;
 }
@@ -481,6 +483,7 @@ static void bido_namer__bido_record(struct bido_namer *namer, const u8 *prefix, 
 	namer->nr_truncated += !!(flags & PERF_BUILD_ID_OFFSET_F_TRUNCATED);
 	namer->nr_addrs_dropped += !!(flags & PERF_BUILD_ID_OFFSET_F_ADDRS_DROPPED);
 	namer->nr_mm_changed += !!(flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED);
+	namer->nr_same_maps += !!(flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS);
 	memcpy(&pid, prefix + offsetof(struct perf_record_build_id_offset, pid), sizeof(pid));
 	if (pid && pid != (u32)-1 && !hashmap__find(namer->pids, pid, NULL))
 		hashmap__add(namer->pids, pid, BIDO_PID(++namer->pid_gen, BIDO_PID_PENDING));
@@ -563,7 +566,27 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 	}
 }
 
-/* A build-ID offset record copied whole: its task's last, to carry */
+/*
+ * Whether a record flagged SAME_MAPS names @last, whose maps are then
+ * its own
+ */
+static bool bido_namer__same_maps(struct bido_namer *namer, const union perf_event *event,
+				  const union perf_event *last)
+{
+	u64 same_as = perf_event__build_id_offset_same_as(event, namer->machine->id_hdr_size);
+
+	return same_as && last && last->build_id_offset.cookie == same_as &&
+	       !(last->build_id_offset.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED);
+}
+
+/*
+ * A build-ID offset record copied whole: its task's last, to carry.  One
+ * flagged SAME_MAPS that names the last has no maps of its own: the last
+ * keeps its maps and takes its cookie, the one the next samples and
+ * records of the task name, so that a chain of them goes on in the new
+ * file.  One that names another (missed) is carried as it is: in the new
+ * file it resolves nothing, as in this one.
+ */
 static void bido_namer__keep(struct bido_namer *namer, struct bido_scan *scan)
 {
 	union perf_event *event = (union perf_event *)scan->whole;
@@ -579,6 +602,11 @@ static void bido_namer__keep(struct bido_namer *namer, struct bido_scan *scan)
 	}
 	if (added)
 		task->pid = event->build_id_offset.pid;
+	if (bido_namer__same_maps(namer, event, task->last)) {
+		task->last->build_id_offset.cookie = event->build_id_offset.cookie;
+		free(event);
+		return;
+	}
 	free(task->last);
 	task->last = event;
 }

@@ -21,7 +21,9 @@
  * Those are delivered with none of their user addresses resolved: the
  * thread's maps are those of other records, which need not be what the
  * sample saw.  So are the samples of a record flagged MM_CHANGED, and the
- * samples still held when the thread execs.  A sample with no user
+ * samples still held when the thread execs.  A record flagged SAME_MAPS
+ * has no maps: it names the thread's last record, whose maps cover its
+ * samples; one that names another (the reader missed it) resolves none.  A sample with no user
  * address (kernel mode, no user frames, branches or stack) waits for
  * nothing.
  *
@@ -68,6 +70,12 @@ struct bido_held {
 	u32			 tid;
 	/* Its record came flagged MM_CHANGED: no user address resolves */
 	bool			 mm_changed;
+	/*
+	 * Its record came flagged SAME_MAPS, naming a record not the thread's
+	 * last (missed), one that resolves nothing, or none (malformed):
+	 * no user address resolves
+	 */
+	bool			 same_unknown;
 	/* It has no cookie: no record will come, no user address resolves */
 	bool			 no_cookie;
 	union perf_event	*event;
@@ -85,6 +93,8 @@ typedef int (*bido_deliver_fn)(struct bido_held *held, bool joined, void *data);
 struct bido_thread {
 	u64			 last_cookie;	/* of the last record, 0: none */
 	bool			 last_mm_changed; /* that record said MM_CHANGED */
+	/* that record said SAME_MAPS, and its maps are not known */
+	bool			 last_same_unknown;
 	struct list_head	 held;
 };
 
@@ -277,15 +287,17 @@ static int bido_join__hold(struct machine *machine, struct evsel *evsel,
 	/*
 	 * A sample taken while the record of its entry was being written, or
 	 * one that names the thread's last record: its maps are in.  Unless
-	 * that record said MM_CHANGED: then it resolves nothing, at once.
+	 * that record said MM_CHANGED, or SAME_MAPS with maps not known: then
+	 * it resolves nothing, at once.
 	 */
 	if (bt->last_cookie == sample->bido_cookie) {
 		struct bido_held now = {
-			.evsel = evsel, .cookie = sample->bido_cookie,
-			.tid = sample->tid, .mm_changed = true, .event = event,
+			.evsel = evsel, .cookie = sample->bido_cookie, .tid = sample->tid,
+			.mm_changed = bt->last_mm_changed,
+			.same_unknown = bt->last_same_unknown, .event = event,
 		};
 
-		if (!bt->last_mm_changed) {
+		if (!bt->last_mm_changed && !bt->last_same_unknown) {
 			stats->nr_bido_reused++;
 			return 0;
 		}
@@ -356,13 +368,18 @@ static int bido_join__record_begin(struct machine *machine, u32 tid, u64 cookie,
 /*
  * After the record's maps went in: deliver the samples it is for.  A
  * record flagged MM_CHANGED has no maps: its samples are of the program
- * before an exec.
+ * before an exec.  One flagged SAME_MAPS has none either: those of the
+ * record it names (@same_as, 0 if malformed), in the thread if that is
+ * the thread's last record, cover its samples.  If it names another (the
+ * reader missed that record), one whose maps are not in, or none, its
+ * samples resolve nothing: the thread's maps need not be what they saw.
  */
 static int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
-				 u32 flags, bido_deliver_fn deliver, void *data)
+				 u32 flags, u64 same_as, bido_deliver_fn deliver, void *data)
 {
 	struct bido_join *join = machine__bido_join(machine);
 	bool mm_changed = flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
+	bool same_unknown = false;
 	struct bido_thread *bt;
 	struct bido_held *held;
 
@@ -371,12 +388,19 @@ static int bido_join__record_end(struct machine *machine, u32 tid, u64 cookie,
 	bt = bido_join__thread(join, tid, /*create=*/true);
 	if (!bt)
 		return 0;
-	/* Later samples of the entry name it too */
+	if ((flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS) && !mm_changed)
+		same_unknown = !same_as || same_as != bt->last_cookie ||
+			       bt->last_mm_changed || bt->last_same_unknown;
+	/* Later samples of the entry name it too, and later records maybe */
 	bt->last_cookie = cookie;
 	bt->last_mm_changed = mm_changed;
-	list_for_each_entry(held, &bt->held, node)
-		if (held->cookie == cookie)
+	bt->last_same_unknown = same_unknown;
+	list_for_each_entry(held, &bt->held, node) {
+		if (held->cookie == cookie) {
 			held->mm_changed = mm_changed;
+			held->same_unknown = same_unknown;
+		}
+	}
 	return bido_thread__release(join, bt, cookie, /*joined=*/true, deliver, data);
 }
 
@@ -434,7 +458,8 @@ int bido_sample__deliver(struct evsel *evsel, union perf_event *event,
  * bido_held__deliver - parse a held sample again and hand it on
  *
  * Counts it in @stats if it goes out unresolved: without its record
- * (!joined), or of the program before an exec (held->mm_changed).  Then
+ * (!joined), of the program before an exec (held->mm_changed), or with
+ * a SAME_MAPS record whose maps are not known (held->same_unknown).  Then
  * none of its user addresses resolve against the thread's maps, which are
  * those of other records, maybe of a later address space or program.
  */
@@ -446,6 +471,8 @@ static int bido_held__deliver(struct bido_held *held, bool joined, struct bido_j
 
 	if (held->mm_changed)
 		stats->nr_bido_mm_changed_samples++;
+	else if (held->same_unknown)
+		stats->nr_bido_same_unknown++;
 	else if (!joined && !held->no_cookie)
 		stats->nr_bido_unjoined++;
 
@@ -455,7 +482,7 @@ static int bido_held__deliver(struct bido_held *held, bool joined, struct bido_j
 		return ret;
 	}
 	return bido_order__sample(args, held->slot, held->evsel, held->event, &sample,
-				  !joined || held->mm_changed);
+				  !joined || held->mm_changed || held->same_unknown);
 }
 
 static int bido_join__deliver(struct bido_held *held, bool joined, void *data)
@@ -551,6 +578,7 @@ int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_ev
 	struct bido_join_args args = {
 		.machine = machine, .stats = stats, .ops = ops, .data = data,
 	};
+	u64 same_as;
 	u32 tid;
 	int ret;
 
@@ -560,13 +588,14 @@ int bido_join__event(struct machine *machine, struct evsel *evsel, union perf_ev
 	case PERF_RECORD_BUILD_ID_OFFSET:
 		if (!ops->bido)
 			break;
+		same_as = perf_event__build_id_offset_same_as(event, machine->id_hdr_size);
 		ret = bido_join__record_begin(machine, bido->tid, bido->cookie, bido_join__deliver,
 					      &args);
 		if (!ret)
 			ret = bido_order__record(&args, event, sample);
 		if (!ret)
 			ret = bido_join__record_end(machine, bido->tid, bido->cookie, bido->flags,
-						    bido_join__deliver, &args);
+						    same_as, bido_join__deliver, &args);
 		return ret ?: 1;
 	case PERF_RECORD_CALLCHAIN_DEFERRED:
 		if (!ops->deferred)

@@ -49,7 +49,10 @@ fi
 # BIDO_NAME only after an MMAP2 of it and a record of another build-ID,
 # "order" another task's samples, records and COMM between a sample and
 # its record, and kernel samples, "entry" BIDO_N samples of one kernel
-# entry, then its record.  BIDO_BID and BIDO_NAME
+# entry, then its record, "same" records flagged SAME_MAPS: a chain of
+# two naming the first record, then a chain naming a cookie never seen,
+# "samebad" malformed SAME_MAPS records (one with a map, one too short
+# for its same_as).  BIDO_BID and BIDO_NAME
 # (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
 # file offsets in the first map, the branches' sources and targets.
@@ -66,6 +69,8 @@ br = sys.argv[3] == "br"
 many = sys.argv[3] == "many"
 late = sys.argv[3] == "late"
 order = sys.argv[3] == "order"
+same = sys.argv[3] == "same"
+samebad = sys.argv[3] == "samebad"
 entry = int(os.environ.get("BIDO_N", "0")) if sys.argv[3] == "entry" else 0
 E = ">" if big else "<"
 bid1 = bytes.fromhex(os.environ.get("BIDO_BID", "")) or bytes(range(1, 21))
@@ -111,6 +116,14 @@ def bido(time, cookie, flags, maps):
     for start, end, pgoff, bid, mflags in maps:
         body += struct.pack(E + "QQQBBH", start, end, pgoff, bid_size(bid), mflags, 0)
         body += bid[:20] + b"\0" * (20 - len(bid[:20]))
+    return rec(23, 2, body + struct.pack(E + "IIQ", pid, tid, time))
+
+# A record flagged SAME_MAPS (1 << 4): no maps, then same_as (None: none
+# at all, a record too short for it); nr and maps make a malformed one
+def bido_same(time, cookie, same_as, nr=0, maps=b""):
+    body = struct.pack(E + "IIQII", pid, tid, cookie, nr, 1 << 4) + maps
+    if same_as is not None:
+        body += struct.pack(E + "Q", same_as)
     return rec(23, 2, body + struct.pack(E + "IIQ", pid, tid, time))
 
 def sample_id(pid_, time):
@@ -183,6 +196,29 @@ if order:
     out += sample_of(4242, 0x401900, 6011, 0x5555)
     # A kernel sample whose record never comes: nothing to wait for
     out += sample_of(4343, 0xffffffff81003000, 6012, 0x8888, 1)
+if same:
+    # The first record's maps, named by a chain of two: samples before
+    # each record and one after
+    out += sample(0x401a00, 7000, 0x5151)
+    out += bido_same(7001, 0x5151, 0x1111)
+    out += sample(0x401b00, 7002, 0x5151)
+    out += sample(0x401c00, 7003, 0x5252)
+    out += bido_same(7004, 0x5252, 0x5151)
+    # A chain naming a record the reader never saw: nothing resolves
+    out += sample(0x401d00, 7005, 0x5353)
+    out += bido_same(7006, 0x5353, 0xdead)
+    out += sample(0x401e00, 7007, 0x5353)
+    out += sample(0x401f00, 7008, 0x5454)
+    out += bido_same(7009, 0x5454, 0x5353)
+if samebad:
+    # SAME_MAPS with a map, and too short for its same_as: malformed, and
+    # their samples resolve nothing (not by that map, not by the first
+    # record's maps)
+    m = struct.pack(E + "QQQBBH", 0x400000, 0x402000, 0, 20, 0, 0) + bid1
+    out += sample(0x401a00, 7000, 0x6161)
+    out += bido_same(7001, 0x6161, 0x1111, 1, m)
+    out += sample(0x401b00, 7002, 0x6262)
+    out += bido_same(7003, 0x6262, None)
 if entry:
     out += b"".join(sample(0x401000 + i % 0x1000, 20000 + i, 0x9999) for i in range(entry))
     out += bido(20000 + entry, 0x9999, 0, [(0x400000, 0x402000, 0, bid1, 0)])
@@ -613,6 +649,71 @@ test_malformed() {
   expect "Malformed ${order}" "2 of 3 PERF_RECORD_BUILD_ID_OFFSET records are malformed"
 }
 
+# Records flagged SAME_MAPS: a chain of two naming the first record has
+# its maps (samples before and after the records resolve as that
+# record's); a chain naming a cookie the task never had resolves nothing,
+# counted.  Both byte orders; --buildid-offset-mmap2 gives the chain's
+# samples the first record's MMAP2.
+test_same_maps() {
+  local order=$1 ip
+
+  echo "Records with the maps of the previous one (SAME_MAPS), ${order}"
+  make_data "${order}" 0 same > "${data}"
+  perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps ${order}" \
+    "[0x38]: ${bido}: cookie 0x5151 nr 0 flags SAME_MAPS same_as 0x1111"
+  expect "Same maps ${order}" "${bido}: cookie 0x5252 nr 0 flags SAME_MAPS same_as 0x5151"
+  expect "Same maps ${order}" "${bido}: cookie 0x5353 nr 0 flags SAME_MAPS same_as 0xdead"
+  expect "Same maps ${order}" "BUILD_ID_OFFSET events:          5"
+  perf script -i - -F tid,ip,buildid_off < "${data}" > "${dump}" 2> /dev/null
+  for ip in 401a00 401b00 401c00
+  do
+    expect "Same maps ${order}" "${ip} buildid_off:${bid}+0x${ip#40}"
+  done
+  for ip in 401d00 401e00 401f00
+  do
+    if grep -q "^ *4242 *${ip} buildid_off:${bid}" "${dump}"
+    then
+      echo "Same maps ${order} [Failed ${ip} resolved by maps not known]"
+      fail=1
+    fi
+  done
+  perf script -i - -F tid,ip,dso < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps ${order}" "401c00 ([build-id:${bid}])"
+  expect "Same maps ${order}" "401d00 ([unknown])"
+  expect "Same maps ${order}" "401e00 ([unknown])"
+  expect "Same maps ${order}" "401f00 ([unknown])"
+  perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps ${order}" "BUILD_ID_OFFSET same_unknown samples:          3"
+  expect "Same maps ${order}" "BUILD_ID_OFFSET malformed records:          0"
+  perf report -i - --stdio < "${data}" > /dev/null 2> "${dump}"
+  expect "Same maps ${order}" "3 samples with a build-ID offset cookie got a record saying"
+  perf inject --buildid-offset-mmap2 -i - -o "${injected}" < "${data}" 2> /dev/null
+  perf script -i "${injected}" -F tid,ip,dso > "${dump}" 2> /dev/null
+  expect "Same maps ${order}, injected" "401c00 ([build-id:${bid}])"
+}
+
+# Malformed SAME_MAPS records: counted and said; their samples resolve
+# nothing, neither by the map one holds nor by the task's last maps
+test_same_maps_malformed() {
+  local order=$1
+
+  echo "Malformed SAME_MAPS records, ${order}"
+  make_data "${order}" 0 samebad > "${data}"
+  perf report -D -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps malformed ${order}" \
+    "${bido}: cookie 0x6161 nr 1 flags SAME_MAPS malformed: SAME_MAPS with maps"
+  expect "Same maps malformed ${order}" \
+    "${bido}: cookie 0x6262 nr 0 flags SAME_MAPS malformed: SAME_MAPS too short for its same_as"
+  perf report --stats -i - < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps malformed ${order}" "BUILD_ID_OFFSET malformed records:          2"
+  expect "Same maps malformed ${order}" "BUILD_ID_OFFSET same_unknown samples:          2"
+  perf script -i - -F tid,ip,dso < "${data}" > "${dump}" 2> /dev/null
+  expect "Same maps malformed ${order}" "401234 ([build-id:${bid}])"
+  expect "Same maps malformed ${order}" "401a00 ([unknown])"
+  expect "Same maps malformed ${order}" "401b00 ([unknown])"
+}
+
 # perf report stops at a sample it cannot parse: it says so, and exits
 # non-zero
 test_stop() {
@@ -660,6 +761,10 @@ run test_order
 run test_one_entry
 run test_malformed le
 run test_malformed be
+run test_same_maps le
+run test_same_maps be
+run test_same_maps_malformed le
+run test_same_maps_malformed be
 run test_stop
 
 cleanup

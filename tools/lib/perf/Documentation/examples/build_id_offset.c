@@ -4,7 +4,8 @@
  * offset, with no /proc walk: a sampling event with
  * PERF_SAMPLE_BUILD_ID_OFFSET and a receiver (attr.defer_output) on each
  * CPU, a workload (argv) run meanwhile, and each of its samples joined with
- * the PERF_RECORD_BUILD_ID_OFFSET of the same tid and cookie:
+ * the PERF_RECORD_BUILD_ID_OFFSET of the same tid and cookie (or, if that
+ * one says SAME_MAPS, the record of the tid it names, whose maps it has):
  *
  *   workload PID
  *   sample PID TID IP BUILD-ID+OFFSET
@@ -28,6 +29,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The sample_id of the receiver's records: its TID and TIME */
+#define RECEIVER_ID_SIZE	(2 * sizeof(__u64))
 
 struct sample {
 	__u32	pid, tid;
@@ -101,13 +105,32 @@ static void read_all(struct perf_evlist *evlist, pid_t pid)
 	}
 }
 
-static const struct perf_record_build_id_offset *find_record(const struct sample *s)
+static const struct perf_record_build_id_offset *find_record(__u32 tid, __u64 cookie)
 {
 	size_t i;
 
-	for (i = 0; i < nr_records; i++)
-		if (records[i]->tid == s->tid && records[i]->cookie == s->cookie)
+	for (i = 0; cookie && i < nr_records; i++)
+		if (records[i]->tid == tid && records[i]->cookie == cookie)
 			return records[i];
+	return NULL;
+}
+
+/*
+ * The record with the maps of @rec: @rec, or the one a SAME_MAPS record
+ * names (maybe through others); NULL if not kept (the session missed it).
+ * The receiver's sample_id (TID, TIME) follows same_as.
+ */
+static const struct perf_record_build_id_offset *
+maps_record(const struct perf_record_build_id_offset *rec)
+{
+	size_t hops;
+
+	for (hops = 0; rec && hops <= nr_records; hops++) {
+		if (!(rec->flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS))
+			return rec;
+		rec = find_record(rec->tid,
+				  perf_record_build_id_offset__same_as(rec, RECEIVER_ID_SIZE));
+	}
 	return NULL;
 }
 
@@ -122,9 +145,14 @@ static void print_sample(const struct sample *s)
 		printf("- no-cookie\n");
 		return;
 	}
-	rec = find_record(s);
+	rec = find_record(s->tid, s->cookie);
 	if (!rec) {
 		printf("- no-record\n");
+		return;
+	}
+	rec = maps_record(rec);
+	if (!rec) {
+		printf("- same-as-missed\n");
 		return;
 	}
 	if (rec->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED) {
@@ -229,7 +257,7 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < nr_samples; i++) {
 		print_sample(&samples[i]);
-		joined += samples[i].cookie && find_record(&samples[i]);
+		joined += !!find_record(samples[i].tid, samples[i].cookie);
 	}
 	printf("summary: %zu user samples of %d, %zu joined with their record, %zu records\n",
 	       nr_samples, pid, joined, nr_records);

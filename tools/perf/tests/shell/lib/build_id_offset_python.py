@@ -100,7 +100,9 @@ def read_session(evlist, cpus, child):
                                         event.sample_ip, event.sample_bido_cookie))
                 elif event.type == perf.RECORD_BUILD_ID_OFFSET:
                     if event.pid == child.pid:
-                        records[(event.tid, event.cookie)] = event.maps
+                        # same_as: a record flagged SAME_MAPS has the
+                        # maps of the task's record of that cookie
+                        records[(event.tid, event.cookie)] = (event.maps, event.same_as)
                 elif event.type == perf.RECORD_CALLCHAIN_DEFERRED:
                     if event.sample_pid == child.pid:
                         deferred.append(event.ips)
@@ -120,7 +122,10 @@ def check(child, truth, samples, records, deferred):
         if not cookie:
             no_cookie += 1
             continue
-        maps = records.get((tid, cookie))
+        rec, hops = records.get((tid, cookie)), 0
+        while rec and rec[1] and hops < len(records):
+            rec, hops = records.get((tid, rec[1])), hops + 1
+        maps = rec[0] if rec and not rec[1] else None
         if maps is None:
             # The entry sampling stopped in: its task was still in the
             # kernel; else the record is missing
