@@ -46,6 +46,10 @@
 #include "build_id_offset.h"
 #include "callchain_deferred.h"
 
+/* The values of Linux 6.19, which user space already knows */
+static_assert(PERF_RECORD_CALLCHAIN_DEFERRED == 22);
+static_assert(PERF_CONTEXT_USER_DEFERRED == (u64)-640);
+
 static struct unwind_work perf_callchain_unwind_work;
 
 /* The fixed part of PERF_RECORD_CALLCHAIN_DEFERRED, before ips[] */
