@@ -46,6 +46,7 @@
 #include "dso.h"
 #include "dsos.h"
 #include "event.h"
+#include "evlist.h"
 #include "hashmap.h"
 #include "machine.h"
 #include "mutex.h"
@@ -131,6 +132,21 @@ struct bido_scan {
 	u32			whole_len;
 };
 
+/*
+ * Records flagged SAME_MAPS of a task, read before the record they name
+ * (written earlier on another CPU, read later): cookie names same_as,
+ * through the records in between if several were joined.  time is that
+ * of the one with the cookie, 0 if not known.
+ */
+struct bido_link {
+	u64			cookie;
+	u64			same_as;
+	u64			time;
+};
+
+/* Links of a task kept at most: more are gaps of records lost */
+#define BIDO_LINKS_MAX		4
+
 /* A file of a process, as /proc/PID/maps shows it */
 struct bido_file {
 	u64			dev;
@@ -151,8 +167,15 @@ struct bido_task {
 	bool			kernel;		/* the kernel gave a COMM */
 	u8			exited;		/* passes since its EXIT (0: none) */
 	char			comm[16];
-	/* Its last build-ID offset record, to carry into a new file */
+	/*
+	 * Its last build-ID offset record, to carry into a new file, and the
+	 * time of the record whose cookie it has (0: not known)
+	 */
 	union perf_event	*last;
+	u64			last_time;
+	/* Its records flagged SAME_MAPS whose record named is still to come */
+	u8			nr_links;
+	struct bido_link	links[BIDO_LINKS_MAX];
 };
 
 static void bido_task__delete(struct bido_task *task)
@@ -185,6 +208,8 @@ struct bido_namer {
 	u64			 next_run;
 	/* Keep each task's last record: the output is split (--switch-output) */
 	bool			 carry;
+	/* To read the time of a record to carry, NULL: not known */
+	struct evlist		*evlist;
 	u64			 nr_pids, nr_gone, nr_files, nr_named, nr_comms;
 	u64			 nr_comm_failed, nr_budget, nr_open_failed;
 	u64			 nr_files_forgotten;
@@ -566,49 +591,134 @@ static void bido_namer__record(struct bido_namer *namer, const u8 *prefix, u32 l
 	}
 }
 
-/*
- * Whether a record flagged SAME_MAPS names @last, whose maps are then
- * its own
- */
-static bool bido_namer__same_maps(struct bido_namer *namer, const union perf_event *event,
-				  const union perf_event *last)
+/* Whether @event has maps that a record flagged SAME_MAPS may name */
+static bool bido_namer__has_maps(const union perf_event *event)
 {
-	u64 same_as = perf_event__build_id_offset_same_as(event, namer->machine->id_hdr_size);
+	return !(event->build_id_offset.flags &
+		 (PERF_BUILD_ID_OFFSET_F_SAME_MAPS | PERF_BUILD_ID_OFFSET_F_MM_CHANGED));
+}
 
-	return same_as && last && last->build_id_offset.cookie == same_as &&
-	       !(last->build_id_offset.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED);
+/*
+ * The task's last record with maps takes the cookies of the links that
+ * name it, in turn: the records of its chain read before it
+ */
+static void bido_task__follow(struct bido_task *task)
+{
+	u8 i = 0;
+
+	if (!task->last || !bido_namer__has_maps(task->last))
+		return;
+	while (i < task->nr_links) {
+		struct bido_link *link = &task->links[i];
+
+		if (link->same_as != task->last->build_id_offset.cookie) {
+			i++;
+			continue;
+		}
+		task->last->build_id_offset.cookie = link->cookie;
+		task->last_time = link->time;
+		*link = task->links[--task->nr_links];
+		i = 0;
+	}
+}
+
+/*
+ * A record flagged SAME_MAPS that names no record seen yet: a link, joined
+ * with those it names or that name it.  With no room left, the first kept
+ * goes.
+ */
+static void bido_task__link(struct bido_task *task, u64 cookie, u64 same_as, u64 time)
+{
+	struct bido_link *to = NULL, *from = NULL;
+	u8 i;
+
+	for (i = 0; i < task->nr_links; i++) {
+		if (task->links[i].cookie == same_as)
+			to = &task->links[i];
+		else if (task->links[i].same_as == cookie)
+			from = &task->links[i];
+	}
+	if (to && from) {
+		to->cookie = from->cookie;
+		to->time = from->time;
+		*from = task->links[--task->nr_links];
+	} else if (to) {
+		to->cookie = cookie;
+		to->time = time;
+	} else if (from) {
+		from->same_as = same_as;
+	} else {
+		if (task->nr_links == BIDO_LINKS_MAX) {
+			task->nr_links--;
+			memmove(task->links, task->links + 1,
+				task->nr_links * sizeof(*task->links));
+		}
+		task->links[task->nr_links++] = (struct bido_link){ cookie, same_as, time };
+	}
+}
+
+/*
+ * Whether the task's last record stays when one of @time (0: not known)
+ * is read, flagged SAME_MAPS if @same_as: a link stays one, as the record
+ * with maps it names may still come, and a later record stays
+ */
+static bool bido_task__keeps_last(const struct bido_task *task, u64 same_as, u64 time)
+{
+	bool older = time && time < task->last_time;
+
+	if (!task->last)
+		return false;
+	if (bido_namer__has_maps(task->last))
+		return same_as || older;
+	/* A record with maps may be the one that a chain of links names */
+	if (task->last->build_id_offset.flags & PERF_BUILD_ID_OFFSET_F_SAME_MAPS)
+		return same_as && older;
+	return older;
 }
 
 /*
  * A build-ID offset record copied whole: its task's last, to carry.  One
- * flagged SAME_MAPS that names the last has no maps of its own: the last
- * keeps its maps and takes its cookie, the one the next samples and
- * records of the task name, so that a chain of them goes on in the new
- * file.  One that names another (missed) is carried as it is: in the new
- * file it resolves nothing, as in this one.
+ * flagged SAME_MAPS has no maps of its own: the last with maps, if it is
+ * the record named, keeps its maps and takes its cookie, the one the next
+ * samples and records of the task name, so that a chain of them goes on
+ * in the new file.  The buffers of the CPUs are read in turn, so the
+ * record named may come later: until it does, the record is kept as a
+ * link, and one with maps takes the cookies of the links it starts.  One
+ * that names no record seen is carried as it is while the task has no
+ * record with maps: in the new file it resolves nothing, as in this one.
+ * Where the times of the records are known, one with maps older than the
+ * last with maps is of an earlier chain, and not kept.
  */
 static void bido_namer__keep(struct bido_namer *namer, struct bido_scan *scan)
 {
 	union perf_event *event = (union perf_event *)scan->whole;
+	struct perf_record_build_id_offset *bido = &event->build_id_offset;
 	struct bido_task *task;
+	u64 same_as, time = 0;
 	bool added;
 
 	scan->whole = NULL;
-	task = bido_namer__findnew_task(namer, event->build_id_offset.tid, &added);
+	task = bido_namer__findnew_task(namer, bido->tid, &added);
 	/* Written before its EXIT, read after: nothing to carry for it */
 	if (!task || task->exited) {
 		free(event);
 		return;
 	}
 	if (added)
-		task->pid = event->build_id_offset.pid;
-	if (bido_namer__same_maps(namer, event, task->last)) {
-		task->last->build_id_offset.cookie = event->build_id_offset.cookie;
+		task->pid = bido->pid;
+	if (namer->evlist && evlist__parse_sample_timestamp(namer->evlist, event, &time))
+		time = 0;
+	same_as = perf_event__build_id_offset_same_as(event, namer->machine->id_hdr_size);
+	if (same_as)
+		bido_task__link(task, bido->cookie, same_as, time);
+	if (bido_task__keeps_last(task, same_as, time)) {
 		free(event);
-		return;
+	} else {
+		free(task->last);
+		task->last = event;
+		task->last_time = time;
 	}
-	free(task->last);
-	task->last = event;
+	bido_task__follow(task);
 }
 
 /**
@@ -649,10 +759,14 @@ int bido_namer__carry(struct bido_namer *namer, bido_write_fn write, void *data)
 	return err;
 }
 
-/* Keep each task's last record, for bido_namer__carry() */
-void bido_namer__set_carry(struct bido_namer *namer)
+/*
+ * Keep each task's last record, for bido_namer__carry(); @evlist, if not
+ * NULL, gives their times
+ */
+void bido_namer__set_carry(struct bido_namer *namer, struct evlist *evlist)
 {
 	namer->carry = true;
+	namer->evlist = evlist;
 }
 
 /**

@@ -12,6 +12,7 @@
 
 struct bido_namer;
 struct build_id;
+struct evlist;
 struct machine;
 union perf_event;
 
@@ -38,7 +39,7 @@ struct bido_namer *bido_namer__new(struct machine *machine, bido_named_fn named,
 void bido_namer__set_comm(struct bido_namer *namer, u64 sample_type, bido_comm_fn comm);
 void bido_namer__delete(struct bido_namer *namer);
 size_t bido_namer__fprintf_summary(struct bido_namer *namer, FILE *fp);
-void bido_namer__set_carry(struct bido_namer *namer);
+void bido_namer__set_carry(struct bido_namer *namer, struct evlist *evlist);
 int bido_namer__carry(struct bido_namer *namer, bido_write_fn write, void *data);
 void bido_namer__scan(struct bido_namer *namer, const void *key, const void *buf, size_t size);
 int bido_namer__run(struct bido_namer *namer);
