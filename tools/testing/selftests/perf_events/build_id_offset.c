@@ -2306,6 +2306,20 @@ TEST(full_buffer)
 }
 
 /*
+ * Sample, nobody reading, until the event of @rb has lost one more record
+ * or sample than before: its buffer is full.  At most 500 short burns
+ * (a second of CPU).
+ */
+static void burn_until_lost(struct ring *rb)
+{
+	int64_t lost = event_lost(rb->fd);
+	int i;
+
+	for (i = 0; i < 500 && event_lost(rb->fd) == lost; i++)
+		burn(0.002, NULL, 0, NULL, NULL);
+}
+
+/*
  * A record that did not fit is lost, and counted lost; no later sample
  * may name it, not even once the reader has made room again.  The event
  * stays enabled throughout (enabling it alone would retire the task's
@@ -2332,21 +2346,29 @@ TEST(no_room_reuse)
 	if (bido_tp_open(&tp, "perf_bido_record", "no_room > 0"))
 		tp.nr = -1;
 	bido_attr(&attr);
+	/* read() gives what the event lost: when its one page is full */
+	attr.read_format = PERF_FORMAT_LOST;
 	ASSERT_EQ(0, ring_open(&rb, &attr, 0, -1, 1));
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_ENABLE, 0));
 	/*
-	 * Each round changes a mapping, so that the next sample needs a new
-	 * record, and overflows the one page, then the reader empties it.
-	 * Until a record has found no room (where the tracepoint counts it),
-	 * 400 rounds at most.
+	 * Each round samples until the one page has overflowed, changes a
+	 * mapping, so that the next sample needs a new record, samples
+	 * until the full page has lost something again (that record among
+	 * it, as a rule), then the reader empties it.  However slowly the
+	 * samples come: until something was lost (seen in a
+	 * PERF_RECORD_LOST) and a record has found no room (where the
+	 * tracepoint counts them), 400 rounds at most.
 	 */
-	for (rounds = 0; rounds < 40 ||
-	     (tp.nr >= 0 && !bido_tp_read(&tp) && rounds < 400); rounds++) {
-		void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (rounds = 0; rounds < 400; rounds++) {
+		void *p;
 
+		if (rounds >= 40 && t.lost && (tp.nr < 0 || bido_tp_read(&tp)))
+			break;
+		burn_until_lost(&rb);
+		p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		ASSERT_NE(MAP_FAILED, p);
 		munmap(p, 4096);
-		burn(0.03, NULL, 0, NULL, NULL);
+		burn_until_lost(&rb);
 		ring_drain(&rb, &t);
 	}
 	ASSERT_EQ(0, ioctl(rb.fd, PERF_EVENT_IOC_DISABLE, 0));

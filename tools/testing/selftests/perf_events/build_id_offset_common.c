@@ -234,6 +234,13 @@ void ring_close(struct ring *rb)
 	close(rb->fd);
 }
 
+int64_t event_lost(int fd)
+{
+	uint64_t v[2];
+
+	return read(fd, v, sizeof(v)) == sizeof(v) ? (int64_t)v[1] : -1;
+}
+
 /*
  * The record of @len bytes at @off in the data area of @rb, copied out
  * into @buf where it wraps

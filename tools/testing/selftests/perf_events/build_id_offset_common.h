@@ -113,6 +113,11 @@ void ring_unmap(struct ring *rb);
 int ring_open(struct ring *rb, struct perf_event_attr *attr, pid_t pid,
 	      int cpu, int pages);
 void ring_close(struct ring *rb);
+/*
+ * The records and samples the event @fd could not write, whether its
+ * buffer has reported them or not (read_format PERF_FORMAT_LOST), or -1
+ */
+int64_t event_lost(int fd);
 bool ring_walk(struct ring *rb,
 	       void (*fn)(void *arg, const struct perf_event_header *h),
 	       void *arg);
