@@ -1899,7 +1899,8 @@ TEST(same_maps_changes)
 			/* Written after the change, naming one from before */
 			if (p && p->time < log->c[k].before) {
 				if (!violations++)
-					TH_LOG("change %d (%d) at %llu-%llu: record %#llx at %llu names %#llx at %llu",
+					TH_LOG(
+						"change %d (%d) at %llu-%llu: record %#llx at %llu names %#llx at %llu",
 					       k, log->c[k].kind,
 					       (unsigned long long)log->c[k].before,
 					       (unsigned long long)log->c[k].after,
