@@ -23,9 +23,9 @@
  * sample saw.  So are the samples of a record flagged MM_CHANGED, and the
  * samples still held when the thread execs.  A record flagged SAME_MAPS
  * has no maps: it names the thread's last record, whose maps cover its
- * samples; one that names another (the reader missed it) resolves none.  A sample with no user
- * address (kernel mode, no user frames, branches or stack) waits for
- * nothing.
+ * samples; one that names another (the reader missed it) resolves none.
+ * A sample with no user address (kernel mode, no user frames, branches or
+ * stack) waits for nothing.
  *
  * The tool still sees the events in time order: every event after a held
  * sample waits behind it (util/build-id-offset-order.c).  The samples of
