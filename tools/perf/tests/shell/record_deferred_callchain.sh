@@ -57,11 +57,13 @@ chain_share() {
 # $1: what; $2: perf record options.  The samples carry the deferred
 # marker and their records come; merged, at least 90% of the samples in
 # leaf() show parent() and leafloop() above it, and no more than two
-# samples (the entries perf stopped in) lack their record, besides those
-# taken in the entry that exec()ed the workload (their record describes
-# the new program: perf counts them, as "BUILD_ID_OFFSET mm_changed" with
-# --buildid-offset), unless records were lost (PERF_RECORD_LOST, counted
-# and shown).
+# samples and 1% of those in leaf() (the entries perf stopped in; a
+# fresh-clone make check once saw four with --buildid-offset) lack their
+# record, besides those taken in the entry that exec()ed the workload
+# (their record describes the new program: perf counts them, as
+# "BUILD_ID_OFFSET mm_changed" with --buildid-offset), unless records
+# were lost (PERF_RECORD_LOST, counted and shown).  A merge that fails
+# loses far more.
 test_chains() {
   local what=$1 opts=$2 full nleaf nrec unmerged lost exec_entry
 
@@ -104,7 +106,8 @@ test_chains() {
     err=1
     return
   fi
-  if [ "${unmerged:-0}" -gt $((2 + ${exec_entry:-0})) ] && [ "${lost:-0}" -eq 0 ]
+  if [ "${unmerged:-0}" -gt $((2 + nleaf / 100 + ${exec_entry:-0})) ] &&
+     [ "${lost:-0}" -eq 0 ]
   then
     echo "${what} [Failed ${unmerged} samples without their record]"
     err=1
