@@ -566,8 +566,6 @@ static u64 perf_bido_reuse(struct perf_bido_task *bt,
 			   struct perf_event *event, struct pt_regs *regs)
 {
 	const struct perf_bido_table *tab = bt ? READ_ONCE(bt->table) : NULL;
-	struct mm_struct *mm = current->mm;
-	unsigned int seq;
 	u64 cookie;
 
 	if (!tab)
@@ -588,8 +586,7 @@ static u64 perf_bido_reuse(struct perf_bido_task *bt,
 	 */
 	barrier();
 
-	if (!perf_bido_table_fresh(tab) || !perf_bido_mm_seq(mm, &seq) ||
-	    seq != tab->mm_seq)
+	if (!perf_bido_table_fresh(tab))
 		return 0;
 	if (!perf_bido_has_session(tab->sessions, perf_bido_session(event)))
 		return 0;

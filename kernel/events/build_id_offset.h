@@ -267,13 +267,16 @@ static inline bool perf_bido_mm_seq(struct mm_struct *mm, unsigned int *seq)
 
 /*
  * Does @tab still describe current's address space as the table was
- * made: same mm, same program, no exec under way?  Not checked here:
- * mm_lock_seq, which the caller compares.
+ * made: same mm, same program, no exec under way, no VMA changed since
+ * (mm_lock_seq)?
  */
 static inline bool perf_bido_table_fresh(const struct perf_bido_table *tab)
 {
+	unsigned int seq;
+
 	return tab->mm == current->mm && !current->in_execve &&
-	       tab->exec_id == READ_ONCE(current->self_exec_id);
+	       tab->exec_id == READ_ONCE(current->self_exec_id) &&
+	       perf_bido_mm_seq(current->mm, &seq) && seq == tab->mm_seq;
 }
 
 bool perf_bido_has_session(const void *const *ids, const void *id);

@@ -621,6 +621,28 @@ VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
 }
 
 /*
+ * Make the table stand for the record of entry @cookie, for the sessions
+ * of @to in @delivered (see perf_bido_emit()): a record just built from
+ * its maps, or one that named the record it kept.  The cookie goes last:
+ * a sample that interrupts us sees 0 until then.
+ */
+static void perf_bido_table_publish(struct perf_bido_table *tab, u64 cookie,
+				   const struct perf_bido_sessions *to,
+				   unsigned long delivered)
+{
+	unsigned int i;
+
+	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
+		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
+	/*
+	 * The table, then its cookie: pairs with the barrier() after the
+	 * READ_ONCE(tab->cookie) in perf_bido_reuse()
+	 */
+	barrier();
+	WRITE_ONCE(tab->cookie, cookie);
+}
+
+/*
  * Keep the ranges of the maps of the record just built that hold the
  * most of its addresses, for the later samples of the sessions of @to in @delivered
  * (see perf_bido_emit()).  The cookie goes last: a sample that interrupts
@@ -631,7 +653,7 @@ static void perf_bido_table_keep(struct perf_bido_task *bt,
 				 const struct perf_bido_sessions *to,
 				 unsigned long delivered)
 {
-	unsigned int pick[PERF_BIDO_TABLE_MAPS], nr, i;
+	unsigned int pick[PERF_BIDO_TABLE_MAPS], nr;
 	struct perf_bido_table *tab;
 
 	nr = perf_bido_table_pick(res, pick);
@@ -643,14 +665,7 @@ static void perf_bido_table_keep(struct perf_bido_task *bt,
 	tab->mm = current->mm;
 	tab->exec_id = current->self_exec_id;
 	tab->mm_seq = res->mm_seq;
-	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
-		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
-	/*
-	 * The table, then its cookie: pairs with the barrier() after the
-	 * READ_ONCE(tab->cookie) in perf_bido_reuse()
-	 */
-	barrier();
-	WRITE_ONCE(tab->cookie, cookie);
+	perf_bido_table_publish(tab, cookie, to, delivered);
 }
 
 /*
@@ -666,12 +681,11 @@ static bool perf_bido_same_maps(const struct perf_bido_task *bt, u64 cookie,
 				const struct perf_bido_sessions *to)
 {
 	const struct perf_bido_table *tab = bt->table;
-	unsigned int i, seq;
+	unsigned int i;
 
 	if (!tab || res->flags || to->all || READ_ONCE(bt->cookie) != cookie)
 		return false;
-	if (!perf_bido_table_fresh(tab) ||
-	    !perf_bido_mm_seq(current->mm, &seq) || seq != tab->mm_seq)
+	if (!perf_bido_table_fresh(tab))
 		return false;
 	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
 		if (to->id[i] && !perf_bido_has_session(tab->sessions, to->id[i]))
@@ -684,27 +698,6 @@ static bool perf_bido_same_maps(const struct perf_bido_task *bt, u64 cookie,
 			return false;
 	}
 	return true;
-}
-
-/*
- * The record of entry @cookie named the task's last one, which the table
- * kept: the table now stands for @cookie, for the sessions of @to in
- * @delivered.  The cookie goes last, as in perf_bido_table_keep().
- */
-static void perf_bido_table_rename(struct perf_bido_table *tab, u64 cookie,
-				   const struct perf_bido_sessions *to,
-				   unsigned long delivered)
-{
-	unsigned int i;
-
-	for (i = 0; i < PERF_BIDO_SESSIONS; i++)
-		tab->sessions[i] = delivered & BIT(i) ? to->id[i] : NULL;
-	/*
-	 * The sessions, then the cookie: pairs with the barrier() after the
-	 * READ_ONCE(tab->cookie) in perf_bido_reuse()
-	 */
-	barrier();
-	WRITE_ONCE(tab->cookie, cookie);
 }
 
 /*
@@ -836,7 +829,8 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	if (last && !exec && perf_bido_same_maps(bt, cookie, &res, &to)) {
 		delivered = perf_bido_emit_same(cookie, last, &to);
 		if (delivered)
-			perf_bido_table_rename(bt->table, cookie, &to, delivered);
+			perf_bido_table_publish(bt->table, cookie, &to,
+						delivered);
 		kvfree(res.maps);
 		return;
 	}
