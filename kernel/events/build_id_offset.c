@@ -159,6 +159,8 @@ static_assert(sizeof(struct perf_bido_table) + PERF_BIDO_TABLE_MAPS *
 /* Five ranges fill the 128 bytes exactly beside the 48-byte header */
 static_assert(!IS_ENABLED(CONFIG_64BIT) ||
 	      sizeof(struct perf_bido_table) == 48);
+/* One bit of perf_bido_table::used per kept map */
+static_assert(BITS_PER_TYPE(u8) >= PERF_BIDO_TABLE_MAPS);
 
 /* Free @bt, which current has just taken off itself */
 static void perf_bido_task_drop(struct perf_bido_task *bt)
@@ -494,23 +496,34 @@ VISIBLE_IF_KUNIT void perf_bido_stash_sample(struct perf_bido_task *bt,
 	}
 }
 
-/* Is @addr in one of the map ranges of @tab? */
-VISIBLE_IF_KUNIT bool perf_bido_table_covers(const struct perf_bido_table *tab,
+/*
+ * Is @addr in one of the map ranges of @tab?  The range that holds it is
+ * marked used (see perf_bido_table_carry()): a plain store, as the
+ * deferred work and the samples that may interrupt it only ever set bits
+ * of it until the table is filled again, and a bit lost to that race
+ * only leaves one map out of a later record.
+ */
+VISIBLE_IF_KUNIT bool perf_bido_table_covers(struct perf_bido_table *tab,
 					     unsigned long addr)
 {
 	unsigned int i;
 
 	for (i = 0; i < tab->nr; i++) {
 		const struct perf_bido_table_map *kept = &tab->maps[i];
+		u8 used;
 
-		if (addr >= kept->start && addr < kept->end)
-			return true;
+		if (addr < kept->start || addr >= kept->end)
+			continue;
+		used = READ_ONCE(tab->used);
+		if (!(used & BIT(i)))
+			WRITE_ONCE(tab->used, used | BIT(i));
+		return true;
 	}
 	return false;
 }
 
 /* The user entries of a sample's callchain, after PERF_CONTEXT_USER */
-static bool perf_bido_covers_callchain(const struct perf_bido_table *tab,
+static bool perf_bido_covers_callchain(struct perf_bido_table *tab,
 				       const struct perf_callchain_entry *cc)
 {
 	bool user = false;
@@ -531,7 +544,7 @@ static bool perf_bido_covers_callchain(const struct perf_bido_table *tab,
 	return true;
 }
 
-static bool perf_bido_covers_branches(const struct perf_bido_table *tab,
+static bool perf_bido_covers_branches(struct perf_bido_table *tab,
 				      const struct perf_branch_stack *bs)
 {
 	u64 i;
@@ -559,13 +572,14 @@ static bool perf_bido_covers_branches(const struct perf_bido_table *tab,
  *   kernel, the sampled IP, the user callchain and the user branch
  *   addresses.  Each is the exact range of one of the record's maps, so
  *   the record resolves them all.
- * Reads only current's own state and the event: NMI-safe.
+ * Reads only current's own state and the event, and marks the kept maps
+ * the sample used in that state: NMI-safe.
  */
 static u64 perf_bido_reuse(struct perf_bido_task *bt,
 			   struct perf_sample_data *data,
 			   struct perf_event *event, struct pt_regs *regs)
 {
-	const struct perf_bido_table *tab = bt ? READ_ONCE(bt->table) : NULL;
+	struct perf_bido_table *tab = bt ? READ_ONCE(bt->table) : NULL;
 	u64 cookie;
 
 	if (!tab)

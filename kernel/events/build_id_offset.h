@@ -173,20 +173,25 @@ struct perf_bido_table_map {
  * @nr:		entries in @maps
  * @room:	entries @maps has room for, at most PERF_BIDO_TABLE_MAPS:
  *		a record of fewer maps needs no more
+ * @used:	bit i: an address of a later sample or entry of the task
+ *		fell in @maps[i] (perf_bido_table_covers()); such maps go
+ *		into the task's next full record (perf_bido_table_carry())
  * @maps:	sorted by start; each the exact range of one of the record's
  *		maps, those that hold the most of its addresses when the
  *		record has more (perf_bido_table_pick())
  *
  * See perf_bido_reuse().  Written only by the task's deferred work, read
- * only by samples of the task on its own CPU.
+ * only by samples of the task on its own CPU, which set bits of @used
+ * only.
  */
 struct perf_bido_table {
 	u64				cookie;
 	const struct mm_struct		*mm;
 	u64				exec_id;
 	unsigned int			mm_seq;
-	u16				nr;
-	u16				room;
+	u8				nr;
+	u8				room;
+	u8				used;
 	const void			*sessions[PERF_BIDO_SESSIONS];
 	struct perf_bido_table_map	maps[] __counted_by(room);
 };
@@ -297,8 +302,7 @@ unsigned int perf_bido_sort_addrs(unsigned long *addrs, unsigned int nr);
 void perf_bido_find_vmas(struct mm_struct *mm, struct perf_bido_resolve *res);
 u8 perf_bido_file_flags(struct file *file);
 bool perf_bido_build_id(struct file *file, struct perf_bido_map *map);
-bool perf_bido_table_covers(const struct perf_bido_table *tab,
-			    unsigned long addr);
+bool perf_bido_table_covers(struct perf_bido_table *tab, unsigned long addr);
 struct perf_bido_table *perf_bido_table_room(struct perf_bido_task *bt,
 					     unsigned int nr);
 unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
@@ -306,6 +310,8 @@ unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
 void perf_bido_table_fill(struct perf_bido_table *tab,
 			  const struct perf_bido_resolve *res,
 			  const unsigned int *pick, unsigned int nr);
+void perf_bido_table_carry(const struct perf_bido_table *tab,
+			   struct perf_bido_resolve *res);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

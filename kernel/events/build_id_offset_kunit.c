@@ -35,7 +35,8 @@
  *			kept ranges only, each exactly a map of the
  *			record's (of a real record of four maps, and of a
  *			made-up one of seven), mm_lock_seq moving on a
- *			change
+ *			change; the kept maps later addresses fell in,
+ *			carried into the next record while nothing changed
  *   bido_table_room	the table is sized to the maps it keeps: one in 64
  *			bytes, two or three in 96, four or five in 128,
  *			never more
@@ -730,7 +731,7 @@ static void bido_table_from(struct kunit *test, struct perf_bido_table *tab,
  * map of @res (unless another kept map starts there)?
  */
 static void bido_expect_covers(struct kunit *test,
-			       const struct perf_bido_table *tab,
+			       struct perf_bido_table *tab,
 			       const struct perf_bido_resolve *res,
 			       unsigned long kept)
 {
@@ -767,6 +768,8 @@ static void bido_reuse_table(struct kunit *test)
 		.addrs = (unsigned long *)bido_pick_addrs,
 		.nr_addrs = ARRAY_SIZE(bido_pick_addrs),
 	};
+	unsigned long carried[PERF_BIDO_TABLE_MAPS];
+	struct perf_bido_resolve carry = { .addrs = carried };
 	struct perf_bido_table *tab;
 	unsigned long __maybe_unused addr;
 	unsigned int __maybe_unused seq;
@@ -831,6 +834,32 @@ static void bido_reuse_table(struct kunit *test)
 	tab->nr = 0;
 	bido_expect_covers(test, tab, &fake, 0);
 
+	/*
+	 * The next record gets one address of each kept map that a later
+	 * address fell in, and of no other
+	 */
+	bido_table_from(test, tab, &res);
+	tab->mm = current->mm;
+	tab->exec_id = current->self_exec_id;
+	KUNIT_EXPECT_EQ(test, tab->used, 0);
+	perf_bido_table_carry(tab, &carry);
+	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
+	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[3].end - 1));
+	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[1].start + 1));
+	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[1].start));
+	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_DATA));
+	KUNIT_EXPECT_EQ(test, tab->used, BIT(1) | BIT(3));
+	perf_bido_table_carry(tab, &carry);
+	KUNIT_ASSERT_EQ(test, carry.nr_addrs, 2);
+	KUNIT_EXPECT_EQ(test, carried[0], res.maps[1].start);
+	KUNIT_EXPECT_EQ(test, carried[1], res.maps[3].start);
+	/* Not from a table of another address space */
+	carry.nr_addrs = 0;
+	tab->mm = NULL;
+	perf_bido_table_carry(tab, &carry);
+	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
+	tab->mm = current->mm;
+
 #ifdef CONFIG_PER_VMA_LOCK
 	/* Any change to the address space moves the count */
 	seq = raw_read_seqcount(&current->mm->mm_lock_seq);
@@ -839,6 +868,9 @@ static void bido_reuse_table(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, addr, BIDO_BASE + 12 * BIDO_P);
 	KUNIT_EXPECT_NE(test, raw_read_seqcount(&current->mm->mm_lock_seq), seq);
 	KUNIT_EXPECT_EQ(test, raw_read_seqcount(&current->mm->mm_lock_seq) % 2, 0);
+	/* Nor once the address space changed */
+	perf_bido_table_carry(tab, &carry);
+	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
 #endif
 }
 

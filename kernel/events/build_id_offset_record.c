@@ -618,6 +618,32 @@ VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
 		kept->end = map->end;
 	}
 	tab->nr = nr;
+	tab->used = 0;
+}
+
+/*
+ * The kept maps of the task's last record that an address of a later
+ * sample or entry fell in (see perf_bido_table_covers()) go into the
+ * record being built too: one address of each joins res->addrs, which
+ * has room for PERF_BIDO_TABLE_MAPS more.  A task whose entries alternate
+ * between code paths (a loop in a library, a system call from elsewhere)
+ * so gets a table that covers both, and its later entries name it.  A
+ * kept map nothing used since it was kept stays out: a task that keeps
+ * moving to other files gets no larger records.  Only while the table
+ * describes the address space, so each address is still in the map
+ * whose range the table holds.
+ */
+VISIBLE_IF_KUNIT void perf_bido_table_carry(const struct perf_bido_table *tab,
+					    struct perf_bido_resolve *res)
+{
+	u8 used = READ_ONCE(tab->used);
+	unsigned int i;
+
+	if (!used || !perf_bido_table_fresh(tab))
+		return;
+	for (i = 0; i < tab->nr; i++)
+		if (used & BIT(i))
+			res->addrs[res->nr_addrs++] = tab->maps[i].start;
 }
 
 /*
@@ -680,7 +706,7 @@ static bool perf_bido_same_maps(const struct perf_bido_task *bt, u64 cookie,
 				const struct perf_bido_resolve *res,
 				const struct perf_bido_sessions *to)
 {
-	const struct perf_bido_table *tab = bt->table;
+	struct perf_bido_table *tab = bt->table;
 	unsigned int i;
 
 	if (!tab || res->flags || to->all || READ_ONCE(bt->cookie) != cookie)
@@ -813,7 +839,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	if (READ_ONCE(bt->cookie) != cookie)
 		stack_bytes = 0;
 	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0) +
-	     stack_bytes / sizeof(u32);
+	     stack_bytes / sizeof(u32) + PERF_BIDO_TABLE_MAPS;
 	if (perf_bido_alloc(&res, nr)) {
 		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
 		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED,
@@ -835,6 +861,8 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 		return;
 	}
 
+	if (last && !exec && bt->table)
+		perf_bido_table_carry(bt->table, &res);
 	perf_bido_look_up(bt, cookie, exec, &res);
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,

@@ -1780,10 +1780,14 @@ static void same_count(struct trace *t, struct same_count *sc)
 }
 
 /*
- * Steady state: the loop changes no mapping, so after the first record
- * most are SAME_MAPS, each naming the one before, and every sampled IP
- * and every deferred frame resolves through the chain to the right
- * build-ID and file offset.
+ * Steady state: the loop changes no mapping, so after the first records
+ * nearly all are SAME_MAPS, each naming the one before, and every sampled
+ * IP and every deferred frame resolves through the chain to the right
+ * build-ID and file offset.  The entries alternate between the loop in
+ * the library and clock_gettime() in the vDSO (cpu_seconds()), whose
+ * stacks share only the program and libc: a full record must carry the
+ * kept maps of the one before that later entries used, or every switch
+ * between the two needs a full record (279 of 997 records were full).
  */
 TEST(same_maps_steady)
 {
@@ -1821,8 +1825,8 @@ TEST(same_maps_steady)
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	expect_exact(_metadata, &t, &ty, 50, false, 999);
 	EXPECT_LT(10, t.nr_r);
-	/* A clear majority of the records after the first */
-	EXPECT_LT(t.nr_r - 1, 2 * sc.same);
+	/* A few full records settle it */
+	EXPECT_GE(t.nr_r / 50 + 4, sc.full);
 	EXPECT_EQ(t.same_maps, sc.same);
 	EXPECT_EQ(0, sc.cookie_differs);
 	EXPECT_LT(0, sc.both);
