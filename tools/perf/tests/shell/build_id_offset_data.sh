@@ -18,10 +18,13 @@ bido="PERF_RECORD_BUILD_ID_OFFSET 4242/4242"
 data=$(mktemp /tmp/__perf_test.bido.XXXXX)
 injected=$(mktemp /tmp/__perf_test.bido.XXXXX)
 dump=$(mktemp /tmp/__perf_test.bido.XXXXX)
+# what make_data wrote, by its arguments and environment
+made=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
 
 cleanup() {
   # perf inject keeps an output file that exists as <name>.old
   rm -f "${data}" "${injected}" "${injected}.old" "${dump}"
+  rm -rf "${made}"
   trap - EXIT TERM INT
 }
 
@@ -56,8 +59,23 @@ fi
 # (environment): the first map's build-ID (hex), and a
 # PERF_RECORD_HEADER_BUILD_ID ahead that names it BIDO_NAME; BIDO_BR: two
 # file offsets in the first map, the branches' sources and targets.
+# The same arguments and environment give the same bytes: each file is
+# written once (python starts slowly in an emulated guest).
 make_data() {
-  python3 - "$1" "$2" "${3:-}" <<'EOF'
+  local key
+
+  key=$(printf '%s_' "$@" "${BIDO_N:-}" "${BIDO_BID:-}" "${BIDO_NAME:-}" \
+    "${BIDO_BR:-}" | tr -c 'A-Za-z0-9_.-' '_')
+  if [ ! -f "${made}/${key}" ]
+  then
+    write_data "$@" > "${made}/${key}.new"
+    mv "${made}/${key}.new" "${made}/${key}"
+  fi
+  cat "${made}/${key}"
+}
+
+write_data() {
+  python3 -S - "$1" "$2" "${3:-}" <<'EOF'
 import os, struct, sys
 
 big = sys.argv[1] == "be"
