@@ -498,7 +498,7 @@ VISIBLE_IF_KUNIT void perf_bido_stash_sample(struct perf_bido_task *bt,
 
 /*
  * Is @addr in one of the map ranges of @tab?  The range that holds it is
- * marked used (see perf_bido_table_carry()): a plain store, as the
+ * marked used (see perf_bido_table_carried()): a plain store, as the
  * deferred work and the samples that may interrupt it only ever set bits
  * of it until the table is filled again, and a bit lost to that race
  * only leaves one map out of a later record.

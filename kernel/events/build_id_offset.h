@@ -175,7 +175,7 @@ struct perf_bido_table_map {
  *		a record of fewer maps needs no more
  * @used:	bit i: an address of a later sample or entry of the task
  *		fell in @maps[i] (perf_bido_table_covers()); such maps go
- *		into the task's next full record (perf_bido_table_carry())
+ *		into the task's next full record (perf_bido_table_carried())
  * @maps:	sorted by start; each the exact range of one of the record's
  *		maps, those that hold the most of its addresses when the
  *		record has more (perf_bido_table_pick())
@@ -310,8 +310,8 @@ unsigned int perf_bido_table_pick(const struct perf_bido_resolve *res,
 void perf_bido_table_fill(struct perf_bido_table *tab,
 			  const struct perf_bido_resolve *res,
 			  const unsigned int *pick, unsigned int nr);
-void perf_bido_table_carry(const struct perf_bido_table *tab,
-			   struct perf_bido_resolve *res);
+unsigned int perf_bido_table_carried(const struct perf_bido_table *tab,
+				     unsigned long *addrs);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

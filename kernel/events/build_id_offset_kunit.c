@@ -769,7 +769,6 @@ static void bido_reuse_table(struct kunit *test)
 		.nr_addrs = ARRAY_SIZE(bido_pick_addrs),
 	};
 	unsigned long carried[PERF_BIDO_TABLE_MAPS];
-	struct perf_bido_resolve carry = { .addrs = carried };
 	struct perf_bido_table *tab;
 	unsigned long __maybe_unused addr;
 	unsigned int __maybe_unused seq;
@@ -842,22 +841,18 @@ static void bido_reuse_table(struct kunit *test)
 	tab->mm = current->mm;
 	tab->exec_id = current->self_exec_id;
 	KUNIT_EXPECT_EQ(test, tab->used, 0);
-	perf_bido_table_carry(tab, &carry);
-	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_carried(tab, carried), 0);
 	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[3].end - 1));
 	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[1].start + 1));
 	KUNIT_EXPECT_TRUE(test, perf_bido_table_covers(tab, res.maps[1].start));
 	KUNIT_EXPECT_FALSE(test, perf_bido_table_covers(tab, BIDO_DATA));
 	KUNIT_EXPECT_EQ(test, tab->used, BIT(1) | BIT(3));
-	perf_bido_table_carry(tab, &carry);
-	KUNIT_ASSERT_EQ(test, carry.nr_addrs, 2);
+	KUNIT_ASSERT_EQ(test, perf_bido_table_carried(tab, carried), 2);
 	KUNIT_EXPECT_EQ(test, carried[0], res.maps[1].start);
 	KUNIT_EXPECT_EQ(test, carried[1], res.maps[3].start);
 	/* Not from a table of another address space */
-	carry.nr_addrs = 0;
 	tab->mm = NULL;
-	perf_bido_table_carry(tab, &carry);
-	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_carried(tab, carried), 0);
 	tab->mm = current->mm;
 
 #ifdef CONFIG_PER_VMA_LOCK
@@ -869,8 +864,7 @@ static void bido_reuse_table(struct kunit *test)
 	KUNIT_EXPECT_NE(test, raw_read_seqcount(&current->mm->mm_lock_seq), seq);
 	KUNIT_EXPECT_EQ(test, raw_read_seqcount(&current->mm->mm_lock_seq) % 2, 0);
 	/* Nor once the address space changed */
-	perf_bido_table_carry(tab, &carry);
-	KUNIT_EXPECT_EQ(test, carry.nr_addrs, 0);
+	KUNIT_EXPECT_EQ(test, perf_bido_table_carried(tab, carried), 0);
 #endif
 }
 

@@ -624,26 +624,53 @@ VISIBLE_IF_KUNIT void perf_bido_table_fill(struct perf_bido_table *tab,
 /*
  * The kept maps of the task's last record that an address of a later
  * sample or entry fell in (see perf_bido_table_covers()) go into the
- * record being built too: one address of each joins res->addrs, which
- * has room for PERF_BIDO_TABLE_MAPS more.  A task whose entries alternate
- * between code paths (a loop in a library, a system call from elsewhere)
- * so gets a table that covers both, and its later entries name it.  A
- * kept map nothing used since it was kept stays out: a task that keeps
- * moving to other files gets no larger records.  Only while the table
- * describes the address space, so each address is still in the map
+ * record being built too: one address of each goes to @addrs (room for
+ * PERF_BIDO_TABLE_MAPS); returns how many.  A task whose entries
+ * alternate between code paths (a loop in a library, a system call from
+ * elsewhere) so gets a table that covers both, and its later entries name
+ * it.  A kept map nothing used since it was kept stays out: a task that
+ * keeps moving to other files gets no larger records.  Only while the
+ * table describes the address space, so each address is still in the map
  * whose range the table holds.
  */
-VISIBLE_IF_KUNIT void perf_bido_table_carry(const struct perf_bido_table *tab,
-					    struct perf_bido_resolve *res)
+VISIBLE_IF_KUNIT unsigned int
+perf_bido_table_carried(const struct perf_bido_table *tab, unsigned long *addrs)
 {
 	u8 used = READ_ONCE(tab->used);
-	unsigned int i;
+	unsigned int i, nr = 0;
 
 	if (!used || !perf_bido_table_fresh(tab))
-		return;
+		return 0;
 	for (i = 0; i < tab->nr; i++)
 		if (used & BIT(i))
-			res->addrs[res->nr_addrs++] = tab->maps[i].start;
+			addrs[nr++] = tab->maps[i].start;
+	return nr;
+}
+
+/*
+ * Add the addresses perf_bido_table_carried() gives to those of @res, in
+ * a buffer with room for them.  Only for a record that lists maps: the
+ * entry's own buffer is sized to its addresses, for the common case.
+ * Without memory the record goes without them; later ones are larger.
+ */
+static void perf_bido_carry(const struct perf_bido_table *tab,
+			    struct perf_bido_resolve *res)
+{
+	unsigned long carried[PERF_BIDO_TABLE_MAPS];
+	struct perf_bido_resolve more = {};
+	unsigned int nr;
+
+	nr = perf_bido_table_carried(tab, carried);
+	if (!nr || perf_bido_alloc(&more, res->nr_addrs + nr))
+		return;
+	memcpy(more.addrs, res->addrs, res->nr_addrs * sizeof(*res->addrs));
+	memcpy(more.addrs + res->nr_addrs, carried, nr * sizeof(*carried));
+	kvfree(res->maps);
+	res->maps = more.maps;
+	res->files = more.files;
+	res->addrs = more.addrs;
+	res->max_maps = more.max_maps;
+	res->nr_addrs += nr;
 }
 
 /*
@@ -839,7 +866,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	if (READ_ONCE(bt->cookie) != cookie)
 		stack_bytes = 0;
 	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0) +
-	     stack_bytes / sizeof(u32) + PERF_BIDO_TABLE_MAPS;
+	     stack_bytes / sizeof(u32);
 	if (perf_bido_alloc(&res, nr)) {
 		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
 		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED,
@@ -862,7 +889,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 	}
 
 	if (last && !exec && bt->table)
-		perf_bido_table_carry(bt->table, &res);
+		perf_bido_carry(bt->table, &res);
 	perf_bido_look_up(bt, cookie, exec, &res);
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
