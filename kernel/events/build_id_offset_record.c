@@ -467,25 +467,36 @@ static unsigned long perf_bido_emit_same(u64 cookie, u64 same_as,
 }
 
 /*
- * One buffer for the table and the addresses: maps[max_maps], then
- * files[max_maps], then addrs[nr_addrs].  Each address is in one map at
- * most.  Usually a few hundred bytes; kvmalloc() for the rare deep stack.
+ * Room for the addresses of an entry, @nr, and for those of the kept maps
+ * perf_bido_table_carried() may add.  A few hundred bytes at most but for
+ * the rare deep stack: kvmalloc().
  */
-static int perf_bido_alloc(struct perf_bido_resolve *res, unsigned int nr_addrs)
+static int perf_bido_alloc_addrs(struct perf_bido_resolve *res,
+				 unsigned int nr)
 {
-	unsigned int max_maps = min_t(unsigned int, nr_addrs,
+	res->addrs = kvmalloc_array(nr + PERF_BIDO_TABLE_MAPS,
+				    sizeof(*res->addrs), GFP_KERNEL);
+	return res->addrs ? 0 : -ENOMEM;
+}
+
+/*
+ * Room for the maps of a record that lists them, in one buffer:
+ * maps[max_maps], then files[max_maps].  Each address is in one map at
+ * most.  A record that names the last one needs none of it.
+ */
+static int perf_bido_alloc_maps(struct perf_bido_resolve *res)
+{
+	unsigned int max_maps = min_t(unsigned int, res->nr_addrs,
 				       PERF_BIDO_MAX_MAPS);
-	size_t size = max_maps * (sizeof(*res->maps) + sizeof(*res->files)) +
-		      nr_addrs * sizeof(*res->addrs);
 	void *buf;
 
-	buf = kvmalloc(size, GFP_KERNEL);
+	buf = kvmalloc_array(max_maps, sizeof(*res->maps) + sizeof(*res->files),
+			     GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
 
 	res->maps = buf;
 	res->files = buf + max_maps * sizeof(*res->maps);
-	res->addrs = (void *)(res->files + max_maps);
 	res->max_maps = max_maps;
 	return 0;
 }
@@ -645,32 +656,6 @@ perf_bido_table_carried(const struct perf_bido_table *tab, unsigned long *addrs)
 		if (used & BIT(i))
 			addrs[nr++] = tab->maps[i].start;
 	return nr;
-}
-
-/*
- * Add the addresses perf_bido_table_carried() gives to those of @res, in
- * a buffer with room for them.  Only for a record that lists maps: the
- * entry's own buffer is sized to its addresses, for the common case.
- * Without memory the record goes without them; later ones are larger.
- */
-static void perf_bido_carry(const struct perf_bido_table *tab,
-			    struct perf_bido_resolve *res)
-{
-	unsigned long carried[PERF_BIDO_TABLE_MAPS];
-	struct perf_bido_resolve more = {};
-	unsigned int nr;
-
-	nr = perf_bido_table_carried(tab, carried);
-	if (!nr || perf_bido_alloc(&more, res->nr_addrs + nr))
-		return;
-	memcpy(more.addrs, res->addrs, res->nr_addrs * sizeof(*res->addrs));
-	memcpy(more.addrs + res->nr_addrs, carried, nr * sizeof(*carried));
-	kvfree(res->maps);
-	res->maps = more.maps;
-	res->files = more.files;
-	res->addrs = more.addrs;
-	res->max_maps = more.max_maps;
-	res->nr_addrs += nr;
 }
 
 /*
@@ -867,7 +852,7 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 		stack_bytes = 0;
 	nr = 2 + trace->nr + (bt->stash ? PERF_BIDO_STASH_ENTRIES : 0) +
 	     stack_bytes / sizeof(u32);
-	if (perf_bido_alloc(&res, nr)) {
+	if (perf_bido_alloc_addrs(&res, nr)) {
 		perf_bido_take_stash(bt, cookie, NULL, &res.flags);
 		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED,
 			       NULL, 0, 0, &to);
@@ -884,12 +869,19 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 		if (delivered)
 			perf_bido_table_publish(bt->table, cookie, &to,
 						delivered);
-		kvfree(res.maps);
+		kvfree(res.addrs);
 		return;
 	}
 
 	if (last && !exec && bt->table)
-		perf_bido_carry(bt->table, &res);
+		res.nr_addrs += perf_bido_table_carried(bt->table,
+							res.addrs + res.nr_addrs);
+	if (perf_bido_alloc_maps(&res)) {
+		kvfree(res.addrs);
+		perf_bido_emit(cookie, res.flags | PERF_BUILD_ID_OFFSET_F_TRUNCATED,
+			       NULL, 0, 0, &to);
+		return;
+	}
 	perf_bido_look_up(bt, cookie, exec, &res);
 
 	delivered = perf_bido_emit(cookie, res.flags, res.maps, res.nr_maps,
@@ -906,4 +898,5 @@ void perf_bido_unwind_callback(struct unwind_work *work,
 			perf_bido_free_stash(current);
 	}
 	kvfree(res.maps);
+	kvfree(res.addrs);
 }
