@@ -1650,11 +1650,14 @@ static void same_change(struct same_log *log, struct same_text *st,
 	__atomic_store_n(&log->nr, log->nr + 1, __ATOMIC_RELEASE);
 }
 
-/* The sampling event of these cases: one walk per entry, one record */
-static void same_attr(struct perf_event_attr *attr)
+/*
+ * The sampling event of these cases: with @defer one walk per entry, one
+ * record; else the in-NMI callchain, and samples name the last record
+ */
+static void same_attr(struct perf_event_attr *attr, bool defer)
 {
 	bido_attr(attr);
-	attr->defer_callchain = 1;
+	attr->defer_callchain = defer;
 	/* Times to compare with the child's log */
 	attr->use_clockid = 1;
 	attr->clockid = CLOCK_MONOTONIC;
@@ -1683,19 +1686,21 @@ static bool same_picked(const struct sample *s, void *arg)
 
 /*
  * Run the workload in a child, @changes mapping changes with @secs of CPU
- * before each and after the last, sampled by a per-task event; @t gets
- * everything, @log what the child changed.  0 or why not.
+ * before each and after the last, sampled by a per-task event (@defer:
+ * deferred callchains); @t gets everything, @log what the child changed.
+ * 0 or why not.
  */
 static const char *same_run(struct __test_metadata *_metadata,
 			    struct trace *t, struct same_log *log,
-			    struct same_text *st, int changes, double secs)
+			    struct same_text *st, int changes, double secs,
+			    bool defer)
 {
 	struct perf_event_attr attr;
 	struct ring rb;
 	int go, status;
 	pid_t child;
 
-	same_attr(&attr);
+	same_attr(&attr, defer);
 	child = fork_held(&go);
 	if (child < 0)
 		return "fork";
@@ -1788,9 +1793,13 @@ static void same_count(struct trace *t, struct same_count *sc)
  * stacks share only the program and libc: a full record must carry the
  * kept maps of the one before that later entries used, or every switch
  * between the two needs a full record (279 of 997 records were full).
+ * @defer: with deferred callchains (same_maps_steady), else in-NMI ones
+ * (same_maps_nmi).
  */
-TEST(same_maps_steady)
+static void same_steady(struct __test_metadata *_metadata, bool defer)
 {
+	const char *name = defer ? "same_maps_steady" : "same_maps_nmi";
+	int dup = 0, missing = 0;
 	struct same_log *log;
 	struct same_count sc;
 	struct trace t = {};
@@ -1799,7 +1808,6 @@ TEST(same_maps_steady)
 	const char *err;
 	struct tally ty;
 	struct maps m;
-	int dup, missing;
 	void *dl;
 
 	if (bido_missing(_metadata))
@@ -1807,34 +1815,58 @@ TEST(same_maps_steady)
 	same_open(_metadata, path, &dl, &log);
 	memset(&st, 0, sizeof(st));
 
-	err = same_run(_metadata, &t, log, &st, 0, 1.5);
+	err = same_run(_metadata, &t, log, &st, 0, 1.5, defer);
 	ASSERT_EQ(NULL, err) TH_LOG("%s", err);
-	missing = trace_merge_deferred(&t, &dup);
+	if (defer)
+		missing = trace_merge_deferred(&t, &dup);
 	same_count(&t, &sc);
 
 	/* The child forked from us after the dlopen(): our maps are its */
 	maps_read(&m, "/proc/self/maps");
 	join(&t, &m, NULL, &ty, NULL, NULL);
-	tally_print("same_maps_steady", &ty, &t);
+	tally_print(name, &ty, &t);
 	ksft_print_msg(
-		"same_maps_steady: %d records: %d full, %d SAME_MAPS naming their tid's previous record, %d naming one not read; %d CALLCHAIN_DEFERRED (%d twice), %d entries without theirs; %llu of %llu samples with another cookie than their deferred callchain's\n",
-		t.nr_r, sc.full, sc.same, sc.named_missing, t.nr_d, dup,
-		missing, (unsigned long long)sc.cookie_differs,
+		"%s: %d samples, %d records: %d full, %d SAME_MAPS naming their tid's previous record, %d naming one not read; %d CALLCHAIN_DEFERRED (%d twice), %d entries without theirs; %llu of %llu samples with another cookie than their deferred callchain's\n",
+		name, t.nr_s, t.nr_r, sc.full, sc.same, sc.named_missing,
+		t.nr_d, dup, missing, (unsigned long long)sc.cookie_differs,
 		(unsigned long long)sc.both);
 	/* Layout, and every SAME_MAPS names its tid's previous record */
 	EXPECT_EQ(0, t.bad_records) TH_LOG("%s", t.why);
 	expect_exact(_metadata, &t, &ty, 50, false, 999);
-	EXPECT_LT(10, t.nr_r);
-	/* A few full records settle it */
-	EXPECT_GE(t.nr_r / 50 + 4, sc.full);
 	EXPECT_EQ(t.same_maps, sc.same);
-	EXPECT_EQ(0, sc.cookie_differs);
-	EXPECT_LT(0, sc.both);
-	EXPECT_EQ(0, dup);
-	EXPECT_GE(1, missing);
+	if (defer) {
+		EXPECT_LT(10, t.nr_r);
+		/* A few full records settle it */
+		EXPECT_GE(t.nr_r / 50 + 4, sc.full);
+		EXPECT_EQ(0, sc.cookie_differs);
+		EXPECT_LT(0, sc.both);
+		EXPECT_EQ(0, dup);
+		EXPECT_GE(1, missing);
+	} else {
+		EXPECT_LT(0, t.nr_r);
+		/* A few records settle it */
+		EXPECT_GE(t.nr_s / 50 + 4, t.nr_r);
+	}
 
 	free(m.v);
 	same_close(&t, log, dl);
+}
+
+TEST(same_maps_steady)
+{
+	same_steady(_metadata, true);
+}
+
+/*
+ * The same child under in-NMI callchains: its samples name the task's
+ * last record while the kept maps cover them, and the record of one they
+ * do not cover also lists the kept maps earlier samples used (marked by
+ * the sampling side here).  So the switches between the loop and
+ * clock_gettime() settle on one record; without that, each wrote one.
+ */
+TEST(same_maps_nmi)
+{
+	same_steady(_metadata, false);
 }
 
 /*
@@ -1879,7 +1911,7 @@ TEST(same_maps_changes)
 		ASSERT_EQ(MAX_BUILD_ID, v->bid_size);
 	}
 
-	err = same_run(_metadata, &t, log, &st, 15, 0.1);
+	err = same_run(_metadata, &t, log, &st, 15, 0.1, true);
 	same_text_free(&st);
 	ASSERT_EQ(NULL, err) TH_LOG("%s", err);
 	EXPECT_EQ(0, log->failures);
