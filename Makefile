@@ -1,6 +1,9 @@
-# Build-and-test pipeline for the PERF_SAMPLE_BUILD_ID_OFFSET series on
-# Debian's Linux 6.12.  `make demo` and `make check` are the two commands;
-# README.md explains the rest.
+# Build-and-test pipeline for the PERF_SAMPLE_BUILD_ID_OFFSET series: the
+# mainline series on Debian's Linux 7.3 (the repository's root: BASE,
+# patches/ and the new files at their kernel paths; targets mainline-*)
+# and its backport to Debian's Linux 6.12 (6.12/; the targets without a
+# prefix).  `make demo` and `make check` are the two commands; README.md
+# explains the rest.
 
 REPO    := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD   ?= $(REPO)/build
@@ -15,14 +18,18 @@ JOBS    ?= $(shell nproc)
 DEBUG   ?= 1
 ifeq ($(DEBUG),0)
 KOBJ    := $(BUILD)/obj/kernel-nodebug
-FRAGS   := harness/config/guest.config
+FRAGS   := harness/config/guest.config harness/config/6.12.config
 else
-FRAGS   := harness/config/guest.config harness/config/debug.config
+FRAGS   := harness/config/guest.config harness/config/debug.config \
+	harness/config/6.12.config
 endif
 BZIMAGE := $(KOBJ)/arch/x86/boot/bzImage
 PERF    := $(POBJ)/perf
 
 export BUILD
+# The line harness/tree.py and harness/export.py compose by default: the
+# 6.12 backport; the mainline-* targets pass the repository's root.
+export SERIES_DIR := $(REPO)/6.12
 # ccache keys on paths relative to the build directory, so clones in other
 # places share one cache (kept outside the repo, in ~/.cache/ccache).
 export CCACHE_BASEDIR := $(BUILD)
@@ -100,7 +107,7 @@ perf: tree
 # --buildid-offset-mmap2` are for; a perf test compares its reports.
 BASESRC := $(BUILD)/src/base
 PBOBJ   := $(BUILD)/obj/perf-base
-$(BASESRC)/.stamp: BASE | tree
+$(BASESRC)/.stamp: 6.12/BASE | tree
 	@rm -rf $(BASESRC) && mkdir -p $(BASESRC)
 	@git -C $(SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
 		tar -x -C $(BASESRC)
@@ -163,12 +170,96 @@ pprof: $(BUILD)/.deps
 		GOCACHE=$(BUILD)/obj/pprof/cache go build -o $(PPROFBIN) \
 		github.com/google/pprof
 
-build: kernel perf perf-base perf-python libperf-examples selftests workloads pprof
+build: kernel perf perf-base perf-python libperf-examples selftests workloads pprof \
+	mainline-build
 
-# T=NAME runs one test (or several: T="a b") instead of the whole list.
+# The mainline series on Linux 7.3, composed and built in build/mainline:
+# the debug kernel, its perf_events selftests, and perf 7.3 of the base
+# without the series (the tool whose files must stay readable while a
+# --buildid-offset session samples the same task).
+ML_BUILD := $(BUILD)/mainline
+ML_SRC   := $(ML_BUILD)/src/linux
+ML_KOBJ  := $(ML_BUILD)/obj/kernel
+ML_SOBJ  := $(ML_BUILD)/obj/selftests
+ML_PBOBJ := $(ML_BUILD)/obj/perf-base
+ML_BASESRC := $(ML_BUILD)/src/base
+ML_FRAGS := harness/config/guest.config harness/config/debug.config \
+	harness/config/mainline.config
+ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
+# perf 7.3 builds a Rust test workload when rustc is on the PATH; Debian
+# 12's rustc and its linker do not agree (`LLVM ERROR: Invalid
+# encoding`), and nothing of the series is in Rust: left out on purpose
+ML_PERF_FLAGS := $(PERF_FLAGS) NO_RUST=1
+
+.PHONY: mainline-tree mainline-refresh mainline-kernel mainline-selftests \
+	mainline-perf-base mainline-tools mainline-build mainline-check
+
+mainline-tree: $(BUILD)/.deps
+	@$(ML_ENV) python3 harness/tree.py tree
+
+mainline-refresh: $(BUILD)/.deps
+	@$(ML_ENV) python3 harness/tree.py refresh
+
+$(ML_KOBJ)/.config: $(ML_FRAGS) harness/kconfig.sh | mainline-tree
+	@sh harness/kconfig.sh $(ML_SRC) $(ML_KOBJ) $(addprefix $(REPO)/,$(ML_FRAGS))
+
+mainline-kernel: mainline-tree $(ML_KOBJ)/.config
+	@echo "mainline-kernel: building $(ML_KOBJ:$(REPO)/%=%)/arch/x86/boot/bzImage"
+	@$(MAKE) -s -C $(ML_SRC) O=$(ML_KOBJ) CC="$(KCC)" -j$(JOBS) bzImage
+	@$(MAKE) -s -C $(ML_SRC) O=$(ML_KOBJ) headers
+
+mainline-selftests: mainline-kernel
+	@mkdir -p $(ML_SOBJ)/perf_events
+	@$(MAKE) -s -C $(ML_SRC)/tools/testing/selftests/perf_events \
+		OUTPUT=$(ML_SOBJ)/perf_events \
+		KHDR_INCLUDES="-isystem $(ML_KOBJ)/usr/include" -j$(JOBS)
+
+$(ML_BASESRC)/.stamp: BASE | mainline-tree
+	@rm -rf $(ML_BASESRC) && mkdir -p $(ML_BASESRC)
+	@git -C $(ML_SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
+		tar -x -C $(ML_BASESRC)
+	@touch $@
+mainline-perf-base: mainline-tree $(ML_BASESRC)/.stamp
+	@echo "mainline-perf-base: building $(ML_PBOBJ:$(REPO)/%=%)/perf"
+	@mkdir -p $(ML_PBOBJ)
+	@$(MAKE) -s -C $(ML_BASESRC)/tools/perf O=$(ML_PBOBJ) CC="$(KCC)" -j$(JOBS) \
+		$(ML_PERF_FLAGS) >$(ML_PBOBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(ML_PBOBJ)/build.log; exit 1; }
+
+# Programs of the mainline guest's tests, against its kernel's headers:
+# a system-wide build-ID offset session (harness/workloads/bido_sampler.c),
+# and the tests of the three 6.12 bugs that the backport fixes first
+# (6.12/tools/testing/selftests/perf_events), to see whether 7.3 has them
+ML_TOBJ  := $(ML_BUILD)/obj/tools
+ML_FIXTESTS := stack_user_empty_dump stack_user_regs_intr remove_on_exec_period
+mainline-tools: mainline-kernel
+	@mkdir -p $(ML_TOBJ)
+	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include -o $(ML_TOBJ)/bido_sampler \
+		harness/workloads/bido_sampler.c
+	@for t in $(ML_FIXTESTS); do \
+		$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include \
+			-I $(ML_SRC)/tools/testing/selftests/perf_events -o $(ML_TOBJ)/$$t \
+			6.12/tools/testing/selftests/perf_events/$$t.c -lpthread || exit 1; \
+	done
+
+mainline-build: mainline-kernel mainline-selftests mainline-perf-base mainline-tools workloads
+
+# Host checks and one guest of the mainline series' tests
+# (harness/tests/mainline/*.list).
+mainline-check: mainline-build
+	@$(ML_ENV) TEST_LISTS=harness/tests/mainline python3 harness/check.py \
+		--one-guest $(if $(T),$(foreach t,$(T),--only $(t)))
+
+# Both lines: the 6.12 backport's tests (two guests), then the mainline
+# series' (one guest); each prints its closing line, and any failure
+# fails the target.  T=NAME runs one test of the 6.12 line (or several:
+# T="a b") instead of the whole list; REPEAT=N with it, N times.
 check: build
-	@python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t))) \
-		$(if $(REPEAT),--repeat $(REPEAT))
+	@rc=0; python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t))) \
+		$(if $(REPEAT),--repeat $(REPEAT)) || rc=1; \
+	$(if $(T),,$(ML_ENV) TEST_LISTS=harness/tests/mainline \
+		python3 harness/check.py --one-guest || rc=1;) \
+	exit $$rc
 
 demo: build
 	@python3 harness/qemu.py --run-dir $(BUILD)/guest/demo \

@@ -33,7 +33,10 @@ import tree   # noqa: E402
 REPO = qemu.REPO
 BUILD = qemu.BUILD
 SRC = os.path.join(BUILD, "src", "linux")
-LISTS = sorted(glob.glob(os.path.join(REPO, "harness", "tests", "*.list")))
+# TEST_LISTS: the folder of the line's test lists (harness/tests for the
+# 6.12 backport, harness/tests/mainline for the mainline series)
+LISTS_DIR = os.path.join(REPO, os.environ.get("TEST_LISTS", "harness/tests"))
+LISTS = sorted(glob.glob(os.path.join(LISTS_DIR, "*.list")))
 # The lists the second guest runs (see main()): about as long as the rest
 SECOND_GUEST = [os.path.join(REPO, "harness", "tests", name)
                 for name in ("40-perf-test-long.list",
@@ -112,7 +115,7 @@ def export_checks():
     return results
 
 
-def host_checks():
+def host_checks(one_guest=False):
     results = []
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "tree.py"), "check"],
@@ -123,6 +126,11 @@ def host_checks():
                                 if r.returncode else ""))
     if r.returncode == 0:
         results += export_checks()
+    if one_guest:
+        # the runner's own tests are the same for both lines: once is enough
+        for r in results:
+            print(f"  {r}")
+        return results
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "selftest.py")],
                        capture_output=True, text=True, check=False)
@@ -142,6 +150,8 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--mem", default=os.environ.get("GUEST_MEM", "4G"))
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--one-guest", action="store_true",
+                    help="run every test in one guest (a short list)")
     args = ap.parse_args()
     if args.repeat > 1 and not args.only:
         sys.exit("check: --repeat goes with --only")
@@ -149,7 +159,7 @@ def main():
     results = []
     if not args.only:
         print("check: host checks")
-        results += host_checks()
+        results += host_checks(args.one_guest)
 
     tests = qemu.read_list(LISTS, args.only)
     if args.repeat > 1:
@@ -164,7 +174,8 @@ def main():
     # slow each other about as much as they gain): the first runs every
     # list but SECOND_GUEST's, and its boot's KUnit suites; the second,
     # SECOND_GUEST's: the long perf tests and the longest selftest.
-    second = [t for t in tests if t[0] in second_guest_names()]
+    second = [] if args.one_guest else \
+        [t for t in tests if t[0] in second_guest_names()]
     first = [t for t in tests if t not in second]
     runs = {}
 
@@ -200,7 +211,7 @@ def main():
     main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
     more = [runs[2]] if 1 in runs and 2 in runs else []
 
-    print("\ncheck: results")
+    print(f"\ncheck: results ({tree.read_base()['package']})")
     return qemu.summarize(results, *main_run[1:], more_runs=more)
 
 

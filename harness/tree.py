@@ -32,9 +32,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("BUILD", os.path.join(REPO, "build")))
 SRC = os.path.join(BUILD, "src", "linux")
 MANAGED = os.path.join(BUILD, "src", "managed.json")
-PATCHES = os.path.join(REPO, "patches")
+# The line of the series to compose: a folder holding BASE, patches/ and
+# the new files at their kernel paths (the repository's root for the
+# mainline series, 6.12/ for its backport).
+SERIES_DIR = os.path.abspath(os.environ.get("SERIES_DIR", REPO))
+PATCHES = os.path.join(SERIES_DIR, "patches")
 SERIES = os.path.join(PATCHES, "series")
-TARBALL = os.environ.get("TARBALL", "/usr/src/linux-source-6.12.tar.xz")
+# The base's tarball: TARBALL, or the one its package (BASE) installs.
+TARBALL = os.environ.get("TARBALL")
 
 # Untracked files in the tree that are never ours to export.
 JUNK = re.compile(r"(\.orig|\.rej|~|\.swp|\.o|\.cmd|\.d)$|(^|/)\.#|"
@@ -61,7 +66,7 @@ def blob_sha(data):
 def read_base():
     """BASE holds 'key: value' lines: package, version, sha256."""
     base = {}
-    with open(os.path.join(REPO, "BASE")) as f:
+    with open(os.path.join(SERIES_DIR, "BASE")) as f:
         for line in f:
             if ":" in line and not line.startswith("#"):
                 k, v = line.split(":", 1)
@@ -84,14 +89,27 @@ def sha256_file(path):
 
 
 def check_base(base):
+    """Check that the base package is installed; return its tarball's
+    sha256.  Another version than BASE's is not an error by itself (a
+    suite keeps only its newest version): the series is tried on it, and
+    BASE_FOUND tells apply_series() what to say if it does not apply."""
+    global TARBALL, BASE_FOUND
     ver = installed_version(base["package"])
     if ver is None:
         die(f"{base['package']} is not installed (run `make deps`)")
+    if TARBALL is None:
+        TARBALL = f"/usr/src/{base['package']}.tar.xz"
+    if not os.path.exists(TARBALL):
+        die(f"{base['package']} {ver} is installed but {TARBALL} is missing")
     if ver != base["version"]:
-        print(f"tree: WARNING: installed {base['package']} is {ver}, the "
-              f"series was made against {base['version']} (BASE); "
-              "patches may not apply", file=sys.stderr)
+        BASE_FOUND = ver
+        print(f"tree: NOTE: found {base['package']} {ver}; the series was "
+              f"made against {base['version']} (BASE): trying it on {ver}",
+              file=sys.stderr)
     return sha256_file(TARBALL)
+
+
+BASE_FOUND = None
 
 
 def extract(tar_sha):
@@ -147,19 +165,19 @@ def base_content(path):
 def overlay_roots(blobs):
     """Top-level repo directories that are also kernel top-level dirs."""
     tops = {p.split("/", 1)[0] for p in blobs if "/" in p}
-    return sorted(d for d in os.listdir(REPO)
-                  if d in tops and os.path.isdir(os.path.join(REPO, d)))
+    return sorted(d for d in os.listdir(SERIES_DIR)
+                  if d in tops and os.path.isdir(os.path.join(SERIES_DIR, d)))
 
 
 def new_files(blobs):
     """path -> (content, mode) for every file at a kernel path in the repo."""
     files = {}
     for root in overlay_roots(blobs):
-        for dirpath, dirnames, filenames in os.walk(os.path.join(REPO, root)):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(SERIES_DIR, root)):
             dirnames.sort()
             for name in filenames:
                 full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, REPO)
+                rel = os.path.relpath(full, SERIES_DIR)
                 if JUNK.search(rel):
                     continue
                 if rel in blobs:
@@ -271,6 +289,12 @@ def apply_series(blobs, series, snapshots=False):
                             "malformed" in line or "Reversed" in line:
                         print(f"tree: patches/{p}: {cur}: {line}",
                               file=sys.stderr)
+                if BASE_FOUND:
+                    base = read_base()
+                    die(f"patches/{p} does not apply with zero fuzz to "
+                        f"{base['package']} {BASE_FOUND} (see above): the "
+                        f"series is made against {base['version']}; "
+                        "rebase it (make refresh) and update BASE")
                 die(f"patches/{p} does not apply with zero fuzz "
                     "(see above)")
             if snapshots:
@@ -481,7 +505,7 @@ def cmd_refresh():
             stray[path] = unified(path, base_content(path), content)
         else:
             # A new file: it lives in the repo at its kernel path.
-            dst = os.path.join(REPO, path)
+            dst = os.path.join(SERIES_DIR, path)
             if content is None:
                 if os.path.exists(dst):
                     os.unlink(dst)
