@@ -226,21 +226,13 @@ mainline-perf-base: mainline-tree $(ML_BASESRC)/.stamp
 		$(ML_PERF_FLAGS) >$(ML_PBOBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(ML_PBOBJ)/build.log; exit 1; }
 
-# Programs of the mainline guest's tests, against its kernel's headers:
-# a system-wide build-ID offset session (harness/workloads/bido_sampler.c),
-# and the tests of the three 6.12 bugs that the backport fixes first
-# (6.12/tools/testing/selftests/perf_events), to see whether 7.3 has them
+# A program of the mainline guest's tests, against its kernel's headers:
+# a system-wide build-ID offset session (harness/workloads/bido_sampler.c)
 ML_TOBJ  := $(ML_BUILD)/obj/tools
-ML_FIXTESTS := stack_user_empty_dump stack_user_regs_intr remove_on_exec_period
 mainline-tools: mainline-kernel
 	@mkdir -p $(ML_TOBJ)
 	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include -o $(ML_TOBJ)/bido_sampler \
 		harness/workloads/bido_sampler.c
-	@for t in $(ML_FIXTESTS); do \
-		$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include \
-			-I $(ML_SRC)/tools/testing/selftests/perf_events -o $(ML_TOBJ)/$$t \
-			6.12/tools/testing/selftests/perf_events/$$t.c -lpthread || exit 1; \
-	done
 
 mainline-build: mainline-kernel mainline-selftests mainline-perf-base mainline-tools workloads
 
