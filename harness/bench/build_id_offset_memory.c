@@ -21,6 +21,7 @@
  * usage: build_id_offset_memory [-t THREADS] [-s SPIN_US]
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -47,7 +48,11 @@
  * size (kmalloc-192, kmalloc-cg-192, the kmalloc-rnd-NN-192 of
  * CONFIG_RANDOM_KMALLOC_CACHES, ...).
  */
-static const char *const caches[] = { "128", "192", "256", "512", "1k", "2k", "4k" };
+static const char *const caches[] = {
+	"128", "192", "256", "512", "1k", "2k", "4k",
+	/* by name: the mainline series' stash, and task_struct */
+	"perf_build_id_stash", "task_struct",
+};
 #define NR_CACHES	(sizeof(caches) / sizeof(caches[0]))
 
 /* The kmalloc buckets the tracepoints' "bytes" may name */
@@ -216,12 +221,11 @@ static void slab_read(struct slab *s)
 	while (f && fgets(line, sizeof(line), f)) {
 		const char *size;
 
-		if (sscanf(line, "%63s %lld", name, &active) != 2 ||
-		    strncmp(name, "kmalloc-", 8))
+		if (sscanf(line, "%63s %lld", name, &active) != 2)
 			continue;
-		size = strrchr(name, '-') + 1;
+		size = strncmp(name, "kmalloc-", 8) ? NULL : strrchr(name, '-') + 1;
 		for (i = 0; i < NR_CACHES; i++)
-			if (!strcmp(size, caches[i]))
+			if (!strcmp(name, caches[i]) || (size && !strcmp(size, caches[i])))
 				s->objs[i] += active;
 	}
 	if (f)
@@ -260,8 +264,7 @@ static int open_event(int bido, int cpu)
 		.type = PERF_TYPE_SOFTWARE,
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.sample_period = 100000,
-		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			       PERF_SAMPLE_BUILD_ID_OFFSET,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID,
 		.inherit = 1,
 		.sample_id_all = 1,
 	};
@@ -474,7 +477,8 @@ int main(int argc, char **argv)
 			  r[2][1].slab_kb, 1024),
 	       r[2][2].slab_kb - r[2][0].slab_kb);
 	for (i = 0; r[2][1].have_objs && i < NR_CACHES; i++)
-		printf("| kmalloc-%s objects | %lld | %lld | %lld | %.2f | %lld |\n", caches[i],
+		printf("| %s%s objects | %lld | %lld | %lld | %.2f | %lld |\n",
+		       isdigit((unsigned char)caches[i][0]) ? "kmalloc-" : "", caches[i],
 		       r[0][1].objs[i] - r[0][0].objs[i],
 		       r[1][1].objs[i] - r[1][0].objs[i],
 		       r[2][1].objs[i] - r[2][0].objs[i],

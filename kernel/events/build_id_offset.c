@@ -44,6 +44,9 @@ static_assert(sizeof(struct perf_build_id_offset_map) == 48);
 
 static struct unwind_work perf_bido_work;
 
+/* One stash per sampled task: a cache of its own shows in /proc/slabinfo */
+static struct kmem_cache *perf_bido_stash_cache __ro_after_init;
+
 /*
  * Keep the page of @addr; false if the stash is full.  Only pages matter:
  * VMAs are made of whole pages.
@@ -159,7 +162,8 @@ void perf_build_id_offset_exec(void)
 		return;
 	if (!st) {
 		/* Small, and nothing else can stop a wrong record */
-		st = kzalloc_obj(*st, GFP_KERNEL | __GFP_NOFAIL);
+		st = kmem_cache_zalloc(perf_bido_stash_cache,
+				       GFP_KERNEL | __GFP_NOFAIL);
 		WRITE_ONCE(current->perf_build_id_stash, st);
 	}
 	st->exec = cookie;
@@ -168,7 +172,8 @@ void perf_build_id_offset_exec(void)
 /* Context: the task is dead, nothing samples it any more. */
 void perf_build_id_offset_free_task(struct task_struct *task)
 {
-	kfree(task->perf_build_id_stash);
+	if (task->perf_build_id_stash)
+		kmem_cache_free(perf_bido_stash_cache, task->perf_build_id_stash);
 	task->perf_build_id_stash = NULL;
 }
 
@@ -381,7 +386,7 @@ static void perf_bido_deferred(struct unwind_work *work,
 
 	if (!st) {
 		/* For the next entries: this one's samples kept nothing */
-		st = kzalloc_obj(*st, GFP_KERNEL);
+		st = kmem_cache_zalloc(perf_bido_stash_cache, GFP_KERNEL);
 		WRITE_ONCE(current->perf_build_id_stash, st);
 	} else if (st->exec == cookie) {
 		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_MM_CHANGED;
@@ -429,6 +434,7 @@ out:
 
 static int __init perf_build_id_offset_init(void)
 {
+	perf_bido_stash_cache = KMEM_CACHE(perf_build_id_stash, SLAB_PANIC);
 	return unwind_deferred_init(&perf_bido_work, perf_bido_deferred);
 }
 core_initcall(perf_build_id_offset_init);

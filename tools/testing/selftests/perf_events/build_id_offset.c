@@ -35,7 +35,9 @@
  * PERF_REG_X86_IP and PERF_REG_X86_SP); any two do for the test's parser
  */
 #define REGS_MASK	((1ULL << 8) | (1ULL << 7))
-#define SPIN_MS		400
+/* Samples a test waits for, and for how long at most */
+#define WANT		200
+#define WAIT_S		120
 #define MAX_STACK	4096
 
 struct bido_map {
@@ -354,19 +356,19 @@ static noinline void spin_leaf(void)
 	}
 }
 
-static noinline void spin(int ms)
+/* Until the parent has the samples it needs and says stop */
+static noinline void spin(int *stop)
 {
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-	do {
+	while (!READ_ONCE(*stop))
 		spin_leaf();
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
-/* A child that waits for the go on @go[0], spins, and exits */
-static pid_t spin_child(int go[2], int ms)
+/*
+ * A child that waits for the go on @go[0], spins until *@stop, and exits:
+ * every one of its samples is taken in user mode, so every entry of them
+ * returns to user space and gets its record before the exit.
+ */
+static pid_t spin_child(int go[2], int *stop)
 {
 	pid_t pid;
 	char c;
@@ -378,20 +380,30 @@ static pid_t spin_child(int go[2], int ms)
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(1);
-		spin(ms);
+		spin(stop);
 		_exit(0);
 	}
 	close(go[0]);
 	return pid;
 }
 
-/* Run a spinning child under the events of @rings; drain them into @t */
-static int run_child(struct perf_event_attr *attrs, int nr, struct trace *t)
+/*
+ * Run a spinning child under the events @attrs until the first has @want
+ * samples (or WAIT_S seconds went by: a machine too slow to give them
+ * fails the test's counts, never hangs it); drain the rings into @t.
+ */
+static int run_child(struct perf_event_attr *attrs, int nr, struct trace *t, int want)
 {
+	int *stop = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct ring rings[4];
-	int go[2], i, err, status;
-	pid_t pid = spin_child(go, SPIN_MS);
+	int go[2], i, err, status, waited;
+	pid_t pid;
 
+	if (stop == MAP_FAILED)
+		return -1;
+	*stop = 0;
+	pid = spin_child(go, stop);
 	if (pid < 0)
 		return -1;
 	for (i = 0; i < nr; i++) {
@@ -407,21 +419,35 @@ static int run_child(struct perf_event_attr *attrs, int nr, struct trace *t)
 	if (write(go[1], "g", 1) != 1)
 		return -1;
 	close(go[1]);
+	for (waited = 0; t[0].nr_samples < want && waited < WAIT_S * 100; waited++) {
+		usleep(10000);
+		for (i = 0; i < nr; i++)
+			ring_drain(&rings[i], &t[i], attrs[i].sample_type);
+	}
+	WRITE_ONCE(*stop, 1);
 	waitpid(pid, &status, 0);
 	read_proc_maps();
 	for (i = 0; i < nr; i++) {
 		ring_drain(&rings[i], &t[i], attrs[i].sample_type);
 		ring_close(&rings[i]);
 	}
+	munmap(stop, sizeof(int));
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
 }
 
+/*
+ * The tests wait for the samples they need (run_child()), up to WAIT_S
+ * seconds; the harness's own limit is above that.
+ */
+FIXTURE(bido) {};
+FIXTURE_SETUP(bido) {}
+FIXTURE_TEARDOWN(bido) {}
 
 /*
  * Every sample names a record of its tid; its IP is in a map of that record,
  * whose build-ID and offset are what this program's file and /proc say.
  */
-TEST(records_cover_samples)
+TEST_F_TIMEOUT(bido, records_cover_samples, 180)
 {
 	int ret;
 	struct perf_event_attr attr;
@@ -432,12 +458,12 @@ TEST(records_cover_samples)
 	id_size = self_build_id(id);
 	ASSERT_GT(id_size, 0) TH_LOG("this program has no GNU build-ID note");
 	sample_attr(&attr, PERF_SAMPLE_BUILD_ID_OFFSET, false);
-	ret = run_child(&attr, 1, &t);
+	ret = run_child(&attr, 1, &t, WANT);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
 
-	ASSERT_GE(t.nr_samples, SPIN_MS / 10) TH_LOG("%d samples", t.nr_samples);
+	ASSERT_GE(t.nr_samples, WANT) TH_LOG("%d samples", t.nr_samples);
 	EXPECT_EQ(0, t.bad);
 	EXPECT_EQ(0, t.other);
 	/* No deferred callchain was asked for: none comes */
@@ -474,14 +500,14 @@ TEST(records_cover_samples)
 }
 
 /* The sample's cookie is its last field: nothing but it follows the IP here */
-TEST(cookie_is_last_field)
+TEST_F_TIMEOUT(bido, cookie_is_last_field, 180)
 {
 	int ret;
 	struct perf_event_attr attr;
 	struct trace t = {};
 
 	sample_attr(&attr, PERF_SAMPLE_BUILD_ID_OFFSET | PERF_SAMPLE_PERIOD, false);
-	ret = run_child(&attr, 1, &t);
+	ret = run_child(&attr, 1, &t, WANT);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
@@ -496,7 +522,7 @@ TEST(cookie_is_last_field)
  * record of that cookie covers every frame of PERF_RECORD_CALLCHAIN_DEFERRED
  * that /proc/self/maps puts in a mapping: one walk serves both.
  */
-TEST(defer_callchain_one_walk)
+TEST_F_TIMEOUT(bido, defer_callchain_one_walk, 180)
 {
 	int ret;
 	struct perf_event_attr attr;
@@ -504,7 +530,7 @@ TEST(defer_callchain_one_walk)
 	int i, j, k, frames = 0;
 
 	sample_attr(&attr, PERF_SAMPLE_BUILD_ID_OFFSET | PERF_SAMPLE_CALLCHAIN, true);
-	ret = run_child(&attr, 1, &t);
+	ret = run_child(&attr, 1, &t, WANT);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
@@ -541,7 +567,7 @@ TEST(defer_callchain_one_walk)
  * --call-graph fp,defer) gets no PERF_RECORD_BUILD_ID_OFFSET, while another
  * session samples the same task with the build-ID bit.
  */
-TEST(callchain_session_gets_no_build_id_records)
+TEST_F_TIMEOUT(bido, callchain_session_gets_no_build_id_records, 180)
 {
 	int ret;
 	struct perf_event_attr attrs[2];
@@ -549,7 +575,7 @@ TEST(callchain_session_gets_no_build_id_records)
 
 	sample_attr(&attrs[0], PERF_SAMPLE_CALLCHAIN, true);
 	sample_attr(&attrs[1], PERF_SAMPLE_BUILD_ID_OFFSET, false);
-	ret = run_child(attrs, 2, t);
+	ret = run_child(attrs, 2, t, WANT);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
@@ -567,7 +593,7 @@ TEST(callchain_session_gets_no_build_id_records)
  * addresses in the dumped stack are covered too, from the task's second
  * sampled entry on (its first has no stash yet: cookie 0).
  */
-TEST(stack_dump_words_covered)
+TEST_F_TIMEOUT(bido, stack_dump_words_covered, 180)
 {
 	int ret;
 	struct perf_event_attr attr;
@@ -580,7 +606,7 @@ TEST(stack_dump_words_covered)
 	attr.sample_stack_user = MAX_STACK;
 	/* 4 KiB a sample: fewer of them, for the debug kernels of CI */
 	attr.sample_period = 4000000;
-	ret = run_child(&attr, 1, &t);
+	ret = run_child(&attr, 1, &t, WANT / 4);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
@@ -614,7 +640,7 @@ TEST(stack_dump_words_covered)
 }
 
 /* Without defer_output, an event gets no record, but its samples a cookie */
-TEST(no_defer_output_no_records)
+TEST_F_TIMEOUT(bido, no_defer_output_no_records, 180)
 {
 	int ret;
 	struct perf_event_attr attr;
@@ -622,7 +648,7 @@ TEST(no_defer_output_no_records)
 
 	sample_attr(&attr, PERF_SAMPLE_BUILD_ID_OFFSET, false);
 	attr.defer_output = 0;
-	ret = run_child(&attr, 1, &t);
+	ret = run_child(&attr, 1, &t, WANT);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
 	ASSERT_EQ(0, ret);
@@ -640,7 +666,7 @@ static char exec_path[64] __aligned(8) = "/bin/true";
  * image's addresses are never looked up in the new address space.  The
  * sample comes from a data breakpoint on the path execve() reads.
  */
-TEST(exec_in_entry_mm_changed)
+TEST_F_TIMEOUT(bido, exec_in_entry_mm_changed, 180)
 {
 	struct perf_event_attr attr;
 	struct trace t = {};
