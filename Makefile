@@ -174,13 +174,14 @@ build: kernel perf perf-base perf-python libperf-examples selftests workloads pp
 	mainline-build
 
 # The mainline series on Linux 7.3, composed and built in build/mainline:
-# the debug kernel, its perf_events selftests, and perf 7.3 of the base
-# without the series (the tool whose files must stay readable while a
-# --buildid-offset session samples the same task).
+# the debug kernel, its perf_events selftests, perf 7.3 with the series,
+# and perf 7.3 of the base without it (the tool whose files must stay
+# readable while a --buildid-offset session samples the same task).
 ML_BUILD := $(BUILD)/mainline
 ML_SRC   := $(ML_BUILD)/src/linux
 ML_KOBJ  := $(ML_BUILD)/obj/kernel
 ML_SOBJ  := $(ML_BUILD)/obj/selftests
+ML_POBJ  := $(ML_BUILD)/obj/perf
 ML_PBOBJ := $(ML_BUILD)/obj/perf-base
 ML_BASESRC := $(ML_BUILD)/src/base
 ML_FRAGS := harness/config/guest.config harness/config/debug.config \
@@ -192,7 +193,7 @@ ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
 ML_PERF_FLAGS := $(PERF_FLAGS) NO_RUST=1
 
 .PHONY: mainline-tree mainline-refresh mainline-kernel mainline-selftests \
-	mainline-perf-base mainline-tools mainline-build mainline-check
+	mainline-perf mainline-perf-base mainline-tools mainline-build mainline-check
 
 mainline-tree: $(BUILD)/.deps
 	@$(ML_ENV) python3 harness/tree.py tree
@@ -214,6 +215,13 @@ mainline-selftests: mainline-kernel
 		OUTPUT=$(ML_SOBJ)/perf_events \
 		KHDR_INCLUDES="-isystem $(ML_KOBJ)/usr/include" -j$(JOBS)
 
+mainline-perf: mainline-tree
+	@echo "mainline-perf: building $(ML_POBJ:$(REPO)/%=%)/perf"
+	@mkdir -p $(ML_POBJ)
+	@$(MAKE) -s -C $(ML_SRC)/tools/perf O=$(ML_POBJ) CC="$(KCC)" -j$(JOBS) \
+		$(ML_PERF_FLAGS) >$(ML_POBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(ML_POBJ)/build.log; exit 1; }
+
 $(ML_BASESRC)/.stamp: BASE | mainline-tree
 	@rm -rf $(ML_BASESRC) && mkdir -p $(ML_BASESRC)
 	@git -C $(ML_SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
@@ -234,7 +242,8 @@ mainline-tools: mainline-kernel
 	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include -o $(ML_TOBJ)/bido_sampler \
 		harness/workloads/bido_sampler.c
 
-mainline-build: mainline-kernel mainline-selftests mainline-perf-base mainline-tools workloads
+mainline-build: mainline-kernel mainline-selftests mainline-perf mainline-perf-base \
+	mainline-tools workloads
 
 # Host checks and one guest of the mainline series' tests
 # (harness/tests/mainline/*.list).

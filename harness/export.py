@@ -75,9 +75,32 @@ def parse_header(name):
     return author, email, subject, body
 
 
+def exporter():
+    """(name, email) of the person who runs the export: git's user.name
+    and user.email (of the repository, else global); None if unset."""
+    ident = []
+    for key in ("user.name", "user.email"):
+        r = subprocess.run(["git", "-C", REPO, "config", key],
+                           capture_output=True, text=True, check=False)
+        ident.append(r.stdout.strip())
+    return tuple(ident) if all(ident) else None
+
+
+def sign(body, name, email):
+    """The body with the exporter's Signed-off-by in place of the
+    repository's."""
+    body = re.sub(r"^Signed-off-by: .*\n?", "", body, flags=re.M).rstrip()
+    return f"{body}\n\nSigned-off-by: {name} <{email}>"
+
+
 def cmd_format_patch():
     if not os.path.isdir(os.path.join(SRC, ".git")):
         die("no tree yet: run `make tree`")
+    me = exporter()
+    if me is None:
+        print("export: git has no user.name and user.email: the mails keep "
+              "the repository's author; set them to sign the series "
+              "yourself", file=sys.stderr)
     entries = tree.read_series_files()
     blobs = tree.base_blobs()
     files = tree.new_files(blobs)
@@ -87,11 +110,13 @@ def cmd_format_patch():
         git("read-tree", "base", env=env)
         parent = git("rev-parse", "base^{commit}").strip()
         for i, (name, new) in enumerate(entries, 1):
+            # A patch of new files only has no diff of its own
             r = subprocess.run(
                 ["git", "-C", SRC, "apply", "--cached", "--whitespace=nowarn",
                  os.path.join(tree.PATCHES, name)],
-                env=env, capture_output=True, text=True, check=False)
-            if r.returncode:
+                env=env, capture_output=True, text=True,
+                check=False) if tree.patch_files(name) else None
+            if r and r.returncode:
                 die(f"patches/{name} does not apply: {r.stderr.strip()}")
             for path in new:
                 content, mode = files[path]
@@ -102,6 +127,9 @@ def cmd_format_patch():
                     f"{gmode},{blob},{path}", env=env)
             tree_id = git("write-tree", env=env).strip()
             author, email, subject, body = parse_header(name)
+            if me:
+                author, email = me
+                body = sign(body, author, email)
             cenv = dict(os.environ, GIT_AUTHOR_NAME=author,
                         GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=author,
                         GIT_COMMITTER_EMAIL=email, GIT_AUTHOR_DATE=DATE,

@@ -274,6 +274,11 @@ def apply_series(blobs, series, snapshots=False):
                 with open(dst, "wb") as f:
                     f.write(base_content(path))
         for p in series:
+            if not patch_files(p):
+                # Only new files (listed under it in the series)
+                if snapshots:
+                    states.append(read_stage(stage, touched))
+                continue
             r = subprocess.run(
                 ["patch", "-p1", "--fuzz=0", "-N", "-t", "-r", "-",
                  "--no-backup-if-mismatch", "-d", stage,

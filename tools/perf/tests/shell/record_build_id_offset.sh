@@ -1,0 +1,234 @@
+#!/bin/bash
+# perf record --buildid-offset
+# SPDX-License-Identifier: GPL-2.0
+#
+# The samples of a task perf never saw map anything (--synth=no, the task
+# older than perf) resolve through their PERF_RECORD_BUILD_ID_OFFSET: by
+# build-ID and offset, in perf report and perf script, with the sampled IP
+# and with user callchains read in the interrupt (fp) or on the way back
+# to user space (fp,defer).  A malformed record is skipped with a warning.
+
+set -e
+
+err=0
+tmpdir=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
+perfdata="${tmpdir}/perf.data"
+wpid=
+
+cleanup() {
+  [ -n "${wpid}" ] && kill "${wpid}" 2> /dev/null && wait "${wpid}" 2> /dev/null
+  rm -rf "${tmpdir}"
+  trap - EXIT TERM INT
+}
+
+trap_cleanup() {
+  cleanup
+  exit 1
+}
+trap trap_cleanup EXIT TERM INT
+
+# The build-ID cache of this test only (HOME/.debug): files are found
+# by build-ID there
+export HOME="${tmpdir}"
+
+if ! out=$(perf record --buildid-offset -e cpu-clock -o /dev/null -- true 2>&1)
+then
+  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
+  then
+    echo "Unsupported kernel gives a clear error [Success]"
+    echo "perf record --buildid-offset [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
+    cleanup
+    exit 2
+  fi
+  echo "perf record --buildid-offset [Failed unexpected error: ${out}]"
+  exit 1
+fi
+
+# A task older than perf: perf test -w noploop, in perf's own binary.
+perf test -w noploop 300 &
+wpid=$!
+perf_bin=$(readlink -f "/proc/${wpid}/exe")
+perf_bid=$(perf buildid-list -i "${perf_bin}")
+
+# record NAME ARGS...: 2 s of the workload, whose mappings perf does not read
+record() {
+  local name=$1
+
+  shift
+  if ! perf record -o "${perfdata}" --synth=no -e cpu-clock -c 1000000 "$@" \
+       -p "${wpid}" -- sleep 2 > "${tmpdir}/record.log" 2>&1
+  then
+    echo "${name} [Failed perf record $*]"
+    cat "${tmpdir}/record.log"
+    err=1
+    return 1
+  fi
+}
+
+# nr_samples: samples of the workload in the file
+nr_samples() {
+  perf script -i "${perfdata}" -F tid 2> /dev/null | grep -c "${wpid}" || true
+}
+
+# Without the option the workload's addresses resolve to nothing: what
+# the other cases find comes from the records.
+test_no_option() {
+  local name="No build-ID offset, no mappings: nothing resolves"
+
+  record "${name}" || return
+  if perf script -i "${perfdata}" -F sym 2> /dev/null | grep -q noploop
+  then
+    echo "${name} [Failed noploop resolved without records]"
+    err=1
+    return
+  fi
+  echo "${name} [Success]"
+}
+
+# Every sample with a cookie has a record with its tid and cookie, and
+# the samples of the file are the workload's.
+test_join() {
+  local name="Each sample's cookie has its record"
+  local missing
+
+  record "${name}" --buildid-offset || return
+  perf report -D -i "${perfdata}" > "${tmpdir}/dump" 2> /dev/null
+  missing=$(awk '
+    /PERF_RECORD_SAMPLE/ { tid = $0; sub(/.*: [0-9]+\//, "", tid); sub(/:.*/, "", tid) }
+    /build-ID offset cookie:/ { if ($NF != "0") want[tid " " $NF] = 1 }
+    /PERF_RECORD_BUILD_ID_OFFSET/ {
+      t = $0; sub(/.*PERF_RECORD_BUILD_ID_OFFSET [0-9]+\//, "", t); sub(/:.*/, "", t)
+      c = $0; sub(/.*cookie /, "", c); sub(/ .*/, "", c); have[t " " c] = 1; nrec++
+    }
+    END {
+      n = 0; for (k in want) { nwant++; if (!(k in have)) n++ }
+      print n, nwant + 0, nrec + 0
+    }' "${tmpdir}/dump")
+  read -r nmiss nwant nrec <<< "${missing}"
+  if [ "${nwant}" -eq 0 ] || [ "${nrec}" -eq 0 ]
+  then
+    echo "${name} [Failed ${nwant} cookies, ${nrec} records]"
+    err=1
+    return
+  fi
+  # The workload never sleeps: only its last entry may still be in the
+  # kernel when perf stops.
+  if [ "${nmiss}" -gt 1 ]
+  then
+    echo "${name} [Failed ${nmiss} of ${nwant} cookies have no record]"
+    err=1
+    return
+  fi
+  echo "${name} [Success: ${nwant} cookies, ${nrec} records]"
+}
+
+# resolved NAME MIN: at least MIN% of the workload's samples are in
+# noploop, of perf's binary
+resolved() {
+  local name=$1 min=$2 total hits
+
+  total=$(nr_samples)
+  hits=$(perf script -G -i "${perfdata}" -F tid,ip,sym,dso 2> /dev/null |
+         grep "${wpid}" | grep -c "noploop.*$(basename "${perf_bin}")" || true)
+  if [ "${total}" -eq 0 ] || [ $((hits * 100)) -lt $((total * min)) ]
+  then
+    echo "${name} [Failed ${hits} of ${total} samples in noploop]"
+    err=1
+    return 1
+  fi
+}
+
+# A file known by build-ID only is shown by its build-ID until it is in
+# the build-ID cache; then its symbols resolve.
+test_build_id_cache() {
+  local name="Unnamed file shown by build-ID, resolved from the build-ID cache"
+
+  record "${name}" --buildid-offset || return
+  if ! perf report -i "${perfdata}" --stdio --sort dso 2> /dev/null |
+       grep -q "\[build-id:${perf_bid}\]"
+  then
+    echo "${name} [Failed no [build-id:${perf_bid}] in perf report]"
+    err=1
+    return
+  fi
+  perf buildid-cache --add "${perf_bin}"
+  # The workload spends nearly all its time in noploop; interrupts land
+  # on its loop, not in the kernel (cpu-clock samples user time here).
+  resolved "${name}" 90 || return
+  echo "${name} [Success]"
+}
+
+# callchain NAME ARGS...: the user callchains of noploop's samples reach
+# main() of perf, resolved
+test_callchain() {
+  local name=$1 with_main total
+
+  shift
+  record "${name}" --buildid-offset "$@" || return
+  resolved "${name}" 90 || return
+  total=$(nr_samples)
+  with_main=$(perf script -i "${perfdata}" -F tid,ip,sym 2> /dev/null |
+              awk -v pid="${wpid}" '
+                /^ *[^ ]+ +[0-9]+ *$/ || /^ *[0-9]+ *$/ { in_s = ($1 == pid); next }
+                in_s && $2 == "main" { n++; in_s = 0 }
+                END { print n + 0 }')
+  if [ $((with_main * 100)) -lt $((total * 90)) ]
+  then
+    echo "${name} [Failed ${with_main} of ${total} callchains reach main]"
+    err=1
+    return
+  fi
+  echo "${name} [Success: ${with_main} of ${total} callchains reach main]"
+}
+
+# A record whose nr does not fit in it is skipped, with a warning; the
+# reader neither crashes nor reads past it.
+test_malformed() {
+  local name="Record with a bad nr is skipped with a warning"
+  local off
+
+  record "${name}" --buildid-offset || return
+  off=$(perf report -D -i "${perfdata}" 2> /dev/null |
+        awk '/PERF_RECORD_BUILD_ID_OFFSET/ { print $1; exit }')
+  if [ -z "${off}" ]
+  then
+    echo "${name} [Failed no record in the file]"
+    err=1
+    return
+  fi
+  # nr is the u32 at offset 24 of the record
+  printf '\xff\xff\x00\x00' |
+    dd of="${perfdata}" bs=1 seek=$((off + 24)) conv=notrunc status=none
+  if ! perf report -i "${perfdata}" --stdio > /dev/null 2> "${tmpdir}/report.err"
+  then
+    echo "${name} [Failed perf report exited non-zero]"
+    cat "${tmpdir}/report.err"
+    err=1
+    return
+  fi
+  if ! grep -q "PERF_RECORD_BUILD_ID_OFFSET: size .* does not hold nr 65535 maps" \
+       "${tmpdir}/report.err"
+  then
+    echo "${name} [Failed no warning]"
+    cat "${tmpdir}/report.err"
+    err=1
+    return
+  fi
+  if ! perf script -i "${perfdata}" > /dev/null 2>&1
+  then
+    echo "${name} [Failed perf script]"
+    err=1
+    return
+  fi
+  echo "${name} [Success]"
+}
+
+test_no_option
+test_join
+test_build_id_cache
+test_callchain "In-interrupt callchains resolve by build-ID" --call-graph fp
+test_callchain "Deferred callchains resolve by build-ID" --call-graph fp,defer
+test_malformed
+
+cleanup
+exit ${err}
