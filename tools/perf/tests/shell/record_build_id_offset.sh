@@ -223,12 +223,42 @@ test_malformed() {
   echo "${name} [Success]"
 }
 
+# A deferred callchain whose nr runs past its record is refused: perf
+# report says it cannot parse it rather than read beyond the record.
+test_malformed_callchain() {
+  local name="Deferred callchain with a bad nr is refused"
+  local off rc=0
+
+  record "${name}" --call-graph fp,defer || return
+  off=$(perf report -D -i "${perfdata}" 2> /dev/null |
+        awk '/PERF_RECORD_CALLCHAIN_DEFERRED/ { print $1; exit }')
+  if [ -z "${off}" ]
+  then
+    echo "${name} [Failed no deferred callchain in the file]"
+    err=1
+    return
+  fi
+  # nr is the u64 at offset 16 of the record
+  printf '\xff\xff\x00\x00' |
+    dd of="${perfdata}" bs=1 seek=$((off + 16)) conv=notrunc status=none
+  perf report -i "${perfdata}" --stdio > /dev/null 2> "${tmpdir}/report.err" || rc=$?
+  if [ "${rc}" -ge 128 ] || ! grep -q "can't parse CALLCHAIN_DEFERRED" "${tmpdir}/report.err"
+  then
+    echo "${name} [Failed exit ${rc}, no parse error]"
+    cat "${tmpdir}/report.err"
+    err=1
+    return
+  fi
+  echo "${name} [Success]"
+}
+
 test_no_option
 test_join
 test_build_id_cache
 test_callchain "In-interrupt callchains resolve by build-ID" --call-graph fp
 test_callchain "Deferred callchains resolve by build-ID" --call-graph fp,defer
 test_malformed
+test_malformed_callchain
 
 cleanup
 exit ${err}
