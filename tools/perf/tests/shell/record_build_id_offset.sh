@@ -55,7 +55,7 @@ record() {
   local name=$1
 
   shift
-  if ! perf record -o "${perfdata}" --synth=no -e cpu-clock -c 1000000 "$@" \
+  if ! perf record -o "${perfdata}" --synth=no -e cpu-clock:u -c 1000000 "$@" \
        -p "${wpid}" -- sleep 2 > "${tmpdir}/record.log" 2>&1
   then
     echo "${name} [Failed perf record $*]"
@@ -153,7 +153,7 @@ test_build_id_cache() {
   fi
   perf buildid-cache --add "${perf_bin}"
   # The workload spends nearly all its time in noploop; interrupts land
-  # on its loop, not in the kernel (cpu-clock samples user time here).
+  # on its loop (cpu-clock:u samples user time only).
   resolved "${name}" 90 || return
   echo "${name} [Success]"
 }
@@ -252,12 +252,45 @@ test_malformed_callchain() {
   echo "${name} [Success]"
 }
 
+# A file without build-ID offset records reads as upstream perf reads it:
+# the samples held for their deferred callchains are delivered the same
+# way.  PERF_BASE: a perf of the same version without this series.
+test_same_as_base() {
+  local name="fp,defer file: perf script prints what perf without the series prints"
+
+  if [ -z "${PERF_BASE}" ] || [ ! -x "${PERF_BASE}" ]
+  then
+    echo "${name} [Skipped PERF_BASE is not set to a perf without the series]"
+    return
+  fi
+  # With the workload's mappings (no --synth=no), so that frames resolve
+  if ! perf record -o "${perfdata}" -e cpu-clock:u -c 1000000 --call-graph fp,defer \
+       -p "${wpid}" -- sleep 2 > "${tmpdir}/record.log" 2>&1
+  then
+    echo "${name} [Failed perf record]"
+    cat "${tmpdir}/record.log"
+    err=1
+    return
+  fi
+  perf script -i "${perfdata}" -F tid,time,ip,sym,dso > "${tmpdir}/ours" 2> /dev/null
+  "${PERF_BASE}" script -i "${perfdata}" -F tid,time,ip,sym,dso > "${tmpdir}/base" 2> /dev/null
+  if [ ! -s "${tmpdir}/base" ] || ! cmp -s "${tmpdir}/ours" "${tmpdir}/base"
+  then
+    echo "${name} [Failed outputs differ]"
+    diff "${tmpdir}/base" "${tmpdir}/ours" | head -20
+    err=1
+    return
+  fi
+  echo "${name} [Success: $(grep -c . "${tmpdir}/ours") lines]"
+}
+
 test_no_option
 test_join
 test_build_id_cache
 test_callchain "In-interrupt callchains resolve by build-ID" --call-graph fp
 test_callchain "Deferred callchains resolve by build-ID" --call-graph fp,defer
 test_malformed
+test_same_as_base
 test_malformed_callchain
 
 cleanup
