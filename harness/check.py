@@ -152,6 +152,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--one-guest", action="store_true",
                     help="run every test in one guest (a short list)")
+    ap.add_argument("--fuzz-perf", default=None,
+                    help="after the guest, fuzz the perf.data seeds it "
+                    "printed with this perf (harness/perf_data_fuzz.py)")
+    ap.add_argument("--fuzz-cases", type=int,
+                    default=int(os.environ.get("FUZZ_CASES", "2000")))
     args = ap.parse_args()
     if args.repeat > 1 and not args.only:
         sys.exit("check: --repeat goes with --only")
@@ -210,9 +215,30 @@ def main():
                         for t in lane]
     main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
     more = [runs[2]] if 1 in runs and 2 in runs else []
+    if args.fuzz_perf and main_run[1]:
+        results += fuzz(args.fuzz_perf, main_run[1], args.fuzz_cases)
 
     print(f"\ncheck: results ({tree.read_base()['package']})")
     return qemu.summarize(results, *main_run[1:], more_runs=more)
+
+
+def fuzz(perf, run_dir, cases):
+    """The perf.data fuzzer on the seeds the guest printed, if it did."""
+    log = os.path.join(run_dir, "output.log")
+    with open(log, errors="replace") as f:
+        if "SEED-BEGIN " not in f.read():
+            return []
+    print(f"check: fuzzing the guest's perf.data seeds ({cases} cases)",
+          flush=True)
+    r = subprocess.run([sys.executable, os.path.join(
+        REPO, "harness", "perf_data_fuzz.py"), log, perf,
+        "--cases", str(cases), "--keep", os.path.join(BUILD, "fuzz")],
+        capture_output=True, text=True, check=False)
+    print("\n".join(f"  | {ln}" for ln in r.stdout.splitlines()))
+    last = (r.stdout.strip().splitlines() or ["no output"])[-1]
+    return [qemu.Result("host/perf-data-fuzz",
+                        "PASS" if r.returncode == 0 else "FAIL",
+                        last.replace("fuzz: ", ""))]
 
 
 def second_guest_names():

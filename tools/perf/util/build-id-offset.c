@@ -254,7 +254,7 @@ static int build_id_offset__insert_anon_map(struct machine *machine, struct thre
 		if (known)
 			return 0;
 	}
-	map = map__new(machine, m->start, m->end - m->start, m->pgoff, /*id=*/NULL,
+	map = map__new(machine, m->start, m->end - m->start, m->pgoff, &dso_id_empty,
 		       PROT_EXEC, MAP_PRIVATE, anon, thread);
 	if (!map)
 		return -ENOMEM;
