@@ -182,6 +182,7 @@ ML_SRC   := $(ML_BUILD)/src/linux
 ML_KOBJ  := $(ML_BUILD)/obj/kernel
 ML_SOBJ  := $(ML_BUILD)/obj/selftests
 ML_POBJ  := $(ML_BUILD)/obj/perf
+ML_AOBJ  := $(ML_BUILD)/obj/perf-asan
 ML_PBOBJ := $(ML_BUILD)/obj/perf-base
 ML_BASESRC := $(ML_BUILD)/src/base
 ML_FRAGS := harness/config/guest.config harness/config/debug.config \
@@ -193,7 +194,7 @@ ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
 ML_PERF_FLAGS := $(PERF_FLAGS) NO_RUST=1
 
 .PHONY: mainline-tree mainline-refresh mainline-kernel mainline-selftests \
-	mainline-perf mainline-perf-base mainline-tools mainline-build mainline-check
+	mainline-perf mainline-perf-asan mainline-perf-base mainline-tools mainline-build mainline-check
 
 mainline-tree: $(BUILD)/.deps
 	@$(ML_ENV) python3 harness/tree.py tree
@@ -222,6 +223,17 @@ mainline-perf: mainline-tree
 		$(ML_PERF_FLAGS) >$(ML_POBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(ML_POBJ)/build.log; exit 1; }
 
+# The same perf with AddressSanitizer and UndefinedBehaviorSanitizer: the
+# reader of the perf.data fuzzer's cases (harness/perf_data_fuzz.py).
+# WERROR=0: with the sanitizers GCC 12 warns of null snprintf() targets
+# that cannot be (util/build-id.c)
+mainline-perf-asan: mainline-tree
+	@echo "mainline-perf-asan: building $(ML_AOBJ:$(REPO)/%=%)/perf"
+	@mkdir -p $(ML_AOBJ)
+	@$(MAKE) -s -C $(ML_SRC)/tools/perf O=$(ML_AOBJ) CC="$(KCC)" -j$(JOBS) \
+		$(ML_PERF_FLAGS) WERROR=0 EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+		>$(ML_AOBJ)/build.log 2>&1 || { tail -n 40 $(ML_AOBJ)/build.log; exit 1; }
+
 $(ML_BASESRC)/.stamp: BASE | mainline-tree
 	@rm -rf $(ML_BASESRC) && mkdir -p $(ML_BASESRC)
 	@git -C $(ML_SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
@@ -242,14 +254,14 @@ mainline-tools: mainline-kernel
 	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include -o $(ML_TOBJ)/bido_sampler \
 		harness/workloads/bido_sampler.c
 
-mainline-build: mainline-kernel mainline-selftests mainline-perf mainline-perf-base \
-	mainline-tools workloads
+mainline-build: mainline-kernel mainline-selftests mainline-perf mainline-perf-asan \
+	mainline-perf-base mainline-tools workloads
 
 # Host checks and one guest of the mainline series' tests
 # (harness/tests/mainline/*.list).
 mainline-check: mainline-build
 	@$(ML_ENV) TEST_LISTS=harness/tests/mainline python3 harness/check.py \
-		--one-guest $(if $(T),$(foreach t,$(T),--only $(t)))
+		--one-guest --fuzz-perf $(ML_AOBJ)/perf $(if $(T),$(foreach t,$(T),--only $(t)))
 
 # Both lines: the 6.12 backport's tests (two guests), then the mainline
 # series' (one guest); each prints its closing line, and any failure
@@ -259,7 +271,7 @@ check: build
 	@rc=0; python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t))) \
 		$(if $(REPEAT),--repeat $(REPEAT)) || rc=1; \
 	$(if $(T),,$(ML_ENV) TEST_LISTS=harness/tests/mainline \
-		python3 harness/check.py --one-guest || rc=1;) \
+		python3 harness/check.py --one-guest --fuzz-perf $(ML_AOBJ)/perf || rc=1;) \
 	exit $$rc
 
 demo: build
