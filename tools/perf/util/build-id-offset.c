@@ -49,17 +49,17 @@
 
 /* The index of a machine's DSOs by build-ID */
 struct build_id_offset_dsos {
-	struct hashmap	*map;		/* struct build_id * -> struct bido_dso * */
+	struct hashmap	*map;		/* struct build_id * -> struct build_id_offset_dso * */
 	unsigned int	dsos_cnt;	/* machine->dsos.cnt when last whole */
 };
 
-struct bido_dso {
+struct build_id_offset_dso {
 	struct build_id	bid;
 	struct dso	*dso;
 };
 
 /* Build-IDs are hashes: their first bytes are as good a hash as any */
-static size_t bido_bid_hash(long key, void *ctx __maybe_unused)
+static size_t build_id_offset__hash(long key, void *ctx __maybe_unused)
 {
 	const struct build_id *bid = (const struct build_id *)key;
 	size_t hash = 0;
@@ -73,7 +73,7 @@ static bool build_id__equal(const struct build_id *a, const struct build_id *b)
 	return a->size == b->size && !memcmp(a->data, b->data, a->size);
 }
 
-static bool bido_bid_equal(long key1, long key2, void *ctx __maybe_unused)
+static bool build_id_offset__equal(long key1, long key2, void *ctx __maybe_unused)
 {
 	return build_id__equal((const struct build_id *)key1, (const struct build_id *)key2);
 }
@@ -92,7 +92,7 @@ static struct build_id_offset_dsos *machine__build_id_offset_dsos(struct machine
 	index = zalloc(sizeof(*index));
 	if (!index)
 		return NULL;
-	index->map = hashmap__new(bido_bid_hash, bido_bid_equal, NULL);
+	index->map = hashmap__new(build_id_offset__hash, build_id_offset__equal, NULL);
 	if (IS_ERR(index->map)) {
 		free(index);
 		return NULL;
@@ -110,7 +110,7 @@ void build_id_offset__exit(struct machine *machine)
 	if (!index)
 		return;
 	hashmap__for_each_entry(index->map, cur, bkt) {
-		struct bido_dso *bd = cur->pvalue;
+		struct build_id_offset_dso *bd = cur->pvalue;
 
 		dso__put(bd->dso);
 		free(bd);
@@ -123,7 +123,7 @@ void build_id_offset__exit(struct machine *machine)
 static void build_id_offset__index_dso(struct build_id_offset_dsos *index,
 				       const struct build_id *bid, struct dso *dso)
 {
-	struct bido_dso *bd;
+	struct build_id_offset_dso *bd;
 
 	if (hashmap__find(index->map, bid, &bd)) {
 		if (bd->dso == dso || build_id_offset__dso_is_unnamed(dso) ||
@@ -144,7 +144,7 @@ static void build_id_offset__index_dso(struct build_id_offset_dsos *index,
 	}
 }
 
-static int bido_index_cb(struct dso *dso, void *data)
+static int build_id_offset__index_cb(struct dso *dso, void *data)
 {
 	if (dso__has_build_id(dso))
 		build_id_offset__index_dso(data, dso__bid(dso), dso);
@@ -160,12 +160,12 @@ static struct dso *build_id_offset__find_dso(struct machine *machine,
 					     struct build_id_offset_dsos *index,
 					     const struct build_id *bid)
 {
-	struct bido_dso *bd;
+	struct build_id_offset_dso *bd;
 
 	if (hashmap__find(index->map, bid, &bd) && !build_id_offset__dso_is_unnamed(bd->dso))
 		return dso__get(bd->dso);
 	if (index->dsos_cnt != machine->dsos.cnt) {
-		dsos__for_each_dso(&machine->dsos, bido_index_cb, index);
+		dsos__for_each_dso(&machine->dsos, build_id_offset__index_cb, index);
 		index->dsos_cnt = machine->dsos.cnt;
 	}
 	return hashmap__find(index->map, bid, &bd) ? dso__get(bd->dso) : NULL;
@@ -319,7 +319,8 @@ static void build_id_offset__insert_segments(struct machine *machine, struct thr
 			continue;
 		start = bias + (ph.p_vaddr & mask);
 		end = bias + ((ph.p_vaddr + ph.p_filesz + page_size - 1) & mask);
-		if (build_id_offset__maps_overlap(thread__maps(thread), start, end))
+		/* A corrupt file's segment may wrap */
+		if (end <= start || build_id_offset__maps_overlap(thread__maps(thread), start, end))
 			continue;
 		seg = map__new2(start, dso);
 		if (!seg)
@@ -398,25 +399,25 @@ static int build_id_offset__insert_map(struct machine *machine, struct thread *t
  */
 int build_id_offset__insert_maps(struct machine *machine, union perf_event *event)
 {
-	struct perf_record_build_id_offset *bido = &event->build_id_offset;
+	struct perf_record_build_id_offset *rec = &event->build_id_offset;
 	u32 i, nr = perf_event__build_id_offset_nr(event);
 	struct thread *thread;
 	int err = 0;
 
 	/* The addresses were of the program before an exec: nothing to map */
-	if (!nr || (bido->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
+	if (!nr || (rec->flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
 		return 0;
 
-	thread = machine__findnew_thread(machine, bido->pid, bido->tid);
+	thread = machine__findnew_thread(machine, rec->pid, rec->tid);
 	if (!thread)
 		return -ENOMEM;
 	/* A map that cannot go in leaves its addresses unresolved, as for MMAP2 */
 	for (i = 0; i < nr; i++) {
-		if (build_id_offset__insert_map(machine, thread, &bido->maps[i]))
+		if (build_id_offset__insert_map(machine, thread, &rec->maps[i]))
 			err = -ENOMEM;
 	}
 	thread__put(thread);
 	if (err)
-		pr_debug("build-ID offset: not all maps of %u/%u went in\n", bido->pid, bido->tid);
+		pr_debug("build-ID offset: not all maps of %u/%u went in\n", rec->pid, rec->tid);
 	return 0;
 }
