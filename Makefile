@@ -193,6 +193,15 @@ ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
 # encoding`), and nothing of the series is in Rust: left out on purpose
 ML_PERF_FLAGS := $(PERF_FLAGS) NO_RUST=1
 
+.PHONY: mainline-format-patch mainline-series-bisect
+# The mainline series as mails in build/mainline/export/, and a build of
+# every boundary of it (hours: not part of make check, whose host checks
+# export the series and git am it)
+mainline-format-patch: mainline-tree
+	@$(ML_ENV) python3 harness/export.py format-patch
+mainline-series-bisect: mainline-format-patch
+	@$(ML_ENV) PERF_FLAGS="$(ML_PERF_FLAGS)" python3 harness/export.py bisect
+
 .PHONY: mainline-tree mainline-refresh mainline-kernel mainline-selftests \
 	mainline-perf mainline-perf-asan mainline-perf-base mainline-tools mainline-build mainline-check
 

@@ -276,8 +276,10 @@ def cmd_bisect():
     cc = "ccache gcc" if subprocess.run(["sh", "-c", "command -v ccache"],
                                         capture_output=True).returncode == 0 \
         else "gcc"
+    line = "mainline.config" if os.path.samefile(tree.SERIES_DIR, REPO) \
+        else "6.12.config"
     frags = [os.path.join(REPO, "harness/config", f)
-             for f in ("guest.config", "debug.config")]
+             for f in ("guest.config", "debug.config", line)]
     perf_flags = os.environ.get("PERF_FLAGS", "").split()
     results = []
     built = set()
