@@ -7,10 +7,11 @@
 # perf could switch, was dropped, and nothing armed the alarm again: one
 # file to the end.  The test asks for one switch at least before the
 # last file (each switch reads every task again, as long as the start-up
-# took, so there is time for few).  Four processes with 60,000
-# executable mappings each make the start-up long (0.3-0.7 s on a 2-core
-# build host, 15 s under TCG); where it takes less than 2.5 s from perf's
-# start to the workload's (perf's own set-up before it arms the alarm
+# took, so there is time for few).  Four processes with 20,000
+# executable mappings each make the start-up long (with 60,000 each it
+# lasted 82 s in a debug kernel under TCG); where it takes less than
+# 2.5 s from perf's start to the workload's (perf's own set-up before it
+# arms the alarm
 # takes up to 1.5 s under TCG), the test cannot tell and says so.
 # --proc-map-timeout: by default perf stops reading a process's mappings
 # after 500 ms.
@@ -58,7 +59,7 @@ cat > "${dir}/mapper.c" << 'EOF'
  */
 int main(int argc, char **argv)
 {
-	long page = sysconf(_SC_PAGESIZE), n = 60000, i;
+	long page = sysconf(_SC_PAGESIZE), n = 20000, i;
 	FILE *f = fopen(argv[1], "w+");
 
 	if (!f || ftruncate(fileno(f), n * page))
