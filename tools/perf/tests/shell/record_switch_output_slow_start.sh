@@ -11,8 +11,8 @@
 # executable mappings each make the start-up long (with 60,000 each it
 # lasted 82 s in a debug kernel under TCG); where it takes less than
 # 2.5 s from perf's start to the workload's (perf's own set-up before it
-# arms the alarm
-# takes up to 1.5 s under TCG), the test cannot tell and says so.
+# arms the alarm takes up to 1.5 s under TCG), the test cannot tell and
+# says so.
 # --proc-map-timeout: by default perf stops reading a process's mappings
 # after 500 ms.
 
