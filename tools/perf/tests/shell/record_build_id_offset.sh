@@ -193,14 +193,25 @@ crashed() {
   [ "$1" -gt 128 ] && [ "$1" -lt 255 ]
 }
 
-# record_offset TYPE: the file offset of the first record of TYPE, from
-# perf report -D's "OFFSET [0xSIZE]: TYPE" lines
-record_offset() {
-  perf report -D -i "${perfdata}" 2> /dev/null |
-    awk -v type="$1" '$0 ~ type {
-      for (i = 1; i < NF; i++)
-        if ($i ~ /^0x/ && $(i + 1) ~ /^\[0x/) { print $i; exit }
-    }'
+# corrupt_nr NAME TYPE AT: set the nr field at offset AT of the first
+# record of TYPE in the file (found by perf report -D's "OFFSET [0xSIZE]:
+# TYPE" lines) to 0xffff; fails the test NAME if there is no such record
+corrupt_nr() {
+  local name=$1 type=$2 at=$3 off
+
+  off=$(perf report -D -i "${perfdata}" 2> /dev/null |
+        awk -v type="${type}" '$0 ~ type {
+          for (i = 1; i < NF; i++)
+            if ($i ~ /^0x/ && $(i + 1) ~ /^\[0x/) { print $i; exit }
+        }')
+  if [ -z "${off}" ]
+  then
+    echo "${name} [Failed no ${type} in the file]"
+    err=1
+    return 1
+  fi
+  printf '\xff\xff\x00\x00' |
+    dd of="${perfdata}" bs=1 seek=$((off + at)) conv=notrunc status=none
 }
 
 # A record whose nr does not fit in it is skipped, with a warning; the
@@ -208,19 +219,11 @@ record_offset() {
 # non-zero: its output misses what the record held.
 test_malformed() {
   local name="Record with a bad nr is skipped with a warning"
-  local off rc
+  local rc
 
   record "${name}" --buildid-offset || return 0
-  off=$(record_offset PERF_RECORD_BUILD_ID_OFFSET)
-  if [ -z "${off}" ]
-  then
-    echo "${name} [Failed no record in the file]"
-    err=1
-    return
-  fi
   # nr is the u32 at offset 24 of the record
-  printf '\xff\xff\x00\x00' |
-    dd of="${perfdata}" bs=1 seek=$((off + 24)) conv=notrunc status=none
+  corrupt_nr "${name}" PERF_RECORD_BUILD_ID_OFFSET 24 || return 0
   rc=0
   perf report -i "${perfdata}" --stdio > "${tmpdir}/report.out" \
     2> "${tmpdir}/report.err" || rc=$?
@@ -254,19 +257,11 @@ test_malformed() {
 # report says it cannot parse it rather than read beyond the record.
 test_malformed_callchain() {
   local name="Deferred callchain with a bad nr is refused"
-  local off rc=0
+  local rc=0
 
   record "${name}" --call-graph fp,defer || return 0
-  off=$(record_offset PERF_RECORD_CALLCHAIN_DEFERRED)
-  if [ -z "${off}" ]
-  then
-    echo "${name} [Failed no deferred callchain in the file]"
-    err=1
-    return
-  fi
   # nr is the u64 at offset 16 of the record
-  printf '\xff\xff\x00\x00' |
-    dd of="${perfdata}" bs=1 seek=$((off + 16)) conv=notrunc status=none
+  corrupt_nr "${name}" PERF_RECORD_CALLCHAIN_DEFERRED 16 || return 0
   perf report -i "${perfdata}" --stdio > /dev/null 2> "${tmpdir}/report.err" || rc=$?
   if crashed "${rc}" || ! grep -q "can't parse CALLCHAIN_DEFERRED" "${tmpdir}/report.err"
   then
