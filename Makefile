@@ -10,7 +10,6 @@ BUILD   ?= $(REPO)/build
 BUILD   := $(abspath $(BUILD))
 SRC     := $(BUILD)/src/linux
 KOBJ    := $(BUILD)/obj/kernel
-POBJ    := $(BUILD)/obj/perf
 SOBJ    := $(BUILD)/obj/selftests
 JOBS    ?= $(shell nproc)
 # DEBUG=0 builds the guest kernel without the debug options (to measure
@@ -24,7 +23,6 @@ FRAGS   := harness/config/guest.config harness/config/debug.config \
 	harness/config/6.12.config
 endif
 BZIMAGE := $(KOBJ)/arch/x86/boot/bzImage
-PERF    := $(POBJ)/perf
 
 export BUILD
 # The line harness/tree.py and harness/export.py compose by default: the
@@ -47,10 +45,9 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBBPF=1 BUILD_BPF_SKEL=0 NO_JVMTI=1 NO_LIBBABELTRACE=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
-.PHONY: all deps tree refresh series-check format-patch series-bisect kernel perf perf-base perf-python libperf-examples \
-	selftests workloads pprof \
-	build check demo bench bench-tools stress perf-test-survey clean \
-	distclean
+.PHONY: all deps tree refresh series-check format-patch series-bisect kernel \
+	selftests workloads build check backport-check demo bench bench-tools \
+	stress perf-test-survey clean distclean
 
 all: build
 
@@ -95,57 +92,6 @@ kernel: tree $(KOBJ)/.config
 	@$(MAKE) -s -C $(SRC) O=$(KOBJ) CC="$(KCC)" -j$(JOBS) bzImage
 	@$(MAKE) -s -C $(SRC) O=$(KOBJ) headers
 
-perf: tree
-	@echo "perf: building $(PERF:$(REPO)/%=%)"
-	@mkdir -p $(POBJ)
-	@$(MAKE) -s -C $(SRC)/tools/perf O=$(POBJ) CC="$(KCC)" -j$(JOBS) \
-		$(PERF_FLAGS) >$(POBJ)/build.log 2>&1 || \
-		{ tail -n 40 $(POBJ)/build.log; exit 1; }
-
-# perf of the Debian base without the series (the tools/ of the tree's
-# 'base' commit): the reader that files made by `perf inject
-# --buildid-offset-mmap2` are for; a perf test compares its reports.
-BASESRC := $(BUILD)/src/base
-PBOBJ   := $(BUILD)/obj/perf-base
-$(BASESRC)/.stamp: 6.12/BASE | tree
-	@rm -rf $(BASESRC) && mkdir -p $(BASESRC)
-	@git -C $(SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
-		tar -x -C $(BASESRC)
-	@touch $@
-perf-base: tree $(BASESRC)/.stamp
-	@echo "perf-base: building $(PBOBJ:$(REPO)/%=%)/perf"
-	@mkdir -p $(PBOBJ)
-	@$(MAKE) -s -C $(BASESRC)/tools/perf O=$(PBOBJ) CC="$(KCC)" -j$(JOBS) \
-		$(PERF_FLAGS) >$(PBOBJ)/build.log 2>&1 || \
-		{ tail -n 40 $(PBOBJ)/build.log; exit 1; }
-# perf's python binding (`import perf`), which profiling daemons use: the
-# extension alone, built in a tree of its own with libpython (the perf
-# above goes without, as the perf test survey of the base did) for
-# Debian's python3, the one the guest runs.  The guest exports its
-# directory as PERF_PYTHONPATH.
-PYOBJ   := $(BUILD)/obj/perf-python
-PYEXT   := $(PYOBJ)/python/perf$(shell /usr/bin/python3 -c \
-	'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-perf-python: tree
-	@echo "perf-python: building $(PYEXT:$(REPO)/%=%)"
-	@mkdir -p $(PYOBJ)
-	@$(MAKE) -s -C $(SRC)/tools/perf O=$(PYOBJ) CC="$(KCC)" -j$(JOBS) \
-		$(filter-out NO_LIBPYTHON=1 PYTHON_WORD=python3,$(PERF_FLAGS)) \
-		PYTHON=/usr/bin/python3 $(PYEXT) >$(PYOBJ)/build.log 2>&1 || \
-		{ tail -n 40 $(PYOBJ)/build.log; exit 1; }
-
-# libperf's examples, against the libperf and libapi of the perf above;
-# the guest exports their directory as LIBPERF_EXAMPLES
-LEXOBJ  := $(BUILD)/obj/libperf-examples
-LEXSRC  := $(SRC)/tools/lib/perf/Documentation/examples
-libperf-examples: perf
-	@echo "libperf-examples: building $(LEXOBJ:$(REPO)/%=%)/build_id_offset"
-	@mkdir -p $(LEXOBJ)
-	@$(KCC) -Wall -Wextra -Werror -O2 -I $(SRC)/tools/lib/perf/include \
-		-I $(SRC)/tools/include -I $(SRC)/tools/include/uapi \
-		-o $(LEXOBJ)/build_id_offset $(LEXSRC)/build_id_offset.c \
-		$(POBJ)/libperf/libperf.a $(POBJ)/libapi/libapi.a
-
 # Selftests compile against the UAPI headers of the kernel we built.
 selftests: kernel
 	@mkdir -p $(SOBJ)/perf_events
@@ -156,22 +102,9 @@ selftests: kernel
 workloads: $(BUILD)/.deps
 	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
 
-# Google's standalone pprof, built offline (GOPATH mode) from the sources
-# of Debian's golang-github-google-pprof-dev.  `go tool pprof` reads a
-# profile just as well but opens no local file by build-ID (its object
-# reader has none to compare); this one does, so the test of `perf data
-# convert --to-pprof` symbolises with it from perf's build-ID cache.  The
-# guest exports it as PPROF.
-PPROFBIN := $(BUILD)/obj/pprof/pprof
-pprof: $(BUILD)/.deps
-	@echo "pprof: building $(PPROFBIN:$(REPO)/%=%)"
-	@mkdir -p $(dir $(PPROFBIN))
-	@GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
-		GOCACHE=$(BUILD)/obj/pprof/cache go build -o $(PPROFBIN) \
-		github.com/google/pprof
-
-build: kernel perf perf-base perf-python libperf-examples selftests workloads pprof \
-	mainline-build
+# The 6.12 backport builds its kernel and selftests; its guest runs the
+# mainline line's perf (a perf runs on kernels older than its tree)
+build: kernel selftests mainline-build
 
 # The mainline series on Linux 7.3, composed and built in build/mainline:
 # the debug kernel, its perf_events selftests, perf 7.3 with the series,
@@ -179,13 +112,14 @@ build: kernel perf perf-base perf-python libperf-examples selftests workloads pp
 # readable while a --buildid-offset session samples the same task).
 ML_BUILD := $(BUILD)/mainline
 ML_SRC   := $(ML_BUILD)/src/linux
-ML_KOBJ  := $(ML_BUILD)/obj/kernel
+ML_KOBJ  := $(ML_BUILD)/obj/kernel$(if $(filter 0,$(DEBUG)),-nodebug)
 ML_SOBJ  := $(ML_BUILD)/obj/selftests
 ML_POBJ  := $(ML_BUILD)/obj/perf
 ML_AOBJ  := $(ML_BUILD)/obj/perf-asan
 ML_PBOBJ := $(ML_BUILD)/obj/perf-base
 ML_BASESRC := $(ML_BUILD)/src/base
-ML_FRAGS := harness/config/guest.config harness/config/debug.config \
+ML_FRAGS := harness/config/guest.config \
+	$(if $(filter 0,$(DEBUG)),,harness/config/debug.config) \
 	harness/config/mainline.config
 ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
 # perf 7.3 builds a Rust test workload when rustc is on the PATH; Debian
@@ -270,78 +204,91 @@ mainline-build: mainline-kernel mainline-selftests mainline-perf mainline-perf-a
 # (harness/tests/mainline/*.list).
 mainline-check: mainline-build
 	@$(ML_ENV) TEST_LISTS=harness/tests/mainline python3 harness/check.py \
-		--one-guest --fuzz-perf $(ML_AOBJ)/perf $(if $(T),$(foreach t,$(T),--only $(t)))
+		--fuzz-perf $(ML_AOBJ)/perf $(if $(T),$(foreach t,$(T),--only $(t)))
 
-# Both lines: the 6.12 backport's tests (two guests), then the mainline
-# series' (one guest); each prints its closing line, and any failure
-# fails the target.  T=NAME runs one test of the 6.12 line (or several:
-# T="a b") instead of the whole list; REPEAT=N with it, N times.
+# The 6.12 backport's host checks (its series, the export, checkpatch,
+# the harness's own tests) and one short guest: KUnit, the perf_events
+# selftests and perf 7.3's test of --buildid-offset on the 6.12 kernel
+# (harness/tests/6.12/*.list).  T=NAME runs one test of it.
+backport-check: build
+	@TEST_LISTS=harness/tests/6.12 \
+		GUEST_APPEND="harness_perf_build=$(ML_BUILD) $(GUEST_APPEND)" \
+		python3 harness/check.py --harness-selftest \
+		$(if $(T),$(foreach t,$(T),--only $(t)))
+
+# Both lines: the mainline series' checks and guest, then the 6.12
+# backport's; each prints its closing line, and any failure fails the
+# target.
 check: build
-	@rc=0; python3 harness/check.py $(if $(T),$(foreach t,$(T),--only $(t))) \
-		$(if $(REPEAT),--repeat $(REPEAT)) || rc=1; \
-	$(if $(T),,$(ML_ENV) TEST_LISTS=harness/tests/mainline \
-		python3 harness/check.py --one-guest --fuzz-perf $(ML_AOBJ)/perf || rc=1;) \
+	@rc=0; $(MAKE) -s mainline-check || rc=1; \
+	$(MAKE) -s backport-check || rc=1; \
 	exit $$rc
 
-demo: build
-	@python3 harness/qemu.py --run-dir $(BUILD)/guest/demo \
+# The demo and the benchmarks run on the mainline kernel without the debug
+# options (the kernel users run; the debug one is `make check`'s), with
+# perf 7.3 and the series.
+ML_NODEBUG := $(ML_BUILD)/obj/kernel-nodebug/arch/x86/boot/bzImage
+ML_QEMU    := BUILD=$(ML_BUILD) SERIES_DIR=$(REPO) GUEST_KERNEL=$(ML_NODEBUG)
+
+demo: mainline-build workloads
+	@$(MAKE) -s mainline-kernel DEBUG=0
+	@$(ML_QEMU) python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/demo \
 		harness/demo.list
 	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
-		$(BUILD)/guest/demo/output.log | tr -d '\r'
+		$(ML_BUILD)/guest/demo/output.log | tr -d '\r'
 
-# Benchmarks, on the guest kernel without the debug options (the debug
-# one is `make check`'s): tables in $(BUILD)/bench/results.md.  They are
-# not tests: nothing here asserts a time.
-BENCH_KERNEL := $(BUILD)/obj/kernel-nodebug/arch/x86/boot/bzImage
+# Benchmarks: tables in build/mainline/bench/results.md.  They are not
+# tests: nothing here asserts a time.  (Their sections of perf top, perf
+# daemon and pprof need the perf side of those, which the mainline series
+# does not have yet.)
+BENCH_OUT := $(ML_BUILD)/bench
 
-bench-tools: kernel
-	@mkdir -p $(BUILD)/obj/bench
-	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(KOBJ)/usr/include \
-		-o $(BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
-	@$(KCC) -O2 -Wall -isystem $(KOBJ)/usr/include \
-		-o $(BUILD)/obj/bench/build_id_offset_memory harness/bench/build_id_offset_memory.c -lpthread
+bench-tools: mainline-kernel
+	@mkdir -p $(ML_BUILD)/obj/bench
+	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(ML_KOBJ)/usr/include \
+		-o $(ML_BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
+	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include \
+		-o $(ML_BUILD)/obj/bench/build_id_offset_memory harness/bench/build_id_offset_memory.c -lpthread
 
 # Two boots: the cost sections in the instruction-count guest (one vCPU,
 # every guest clock counts retired instructions, the same from run to
-# run), the rest (two vCPUs: attribution under churn, perf top under
-# load) in the usual TCG guest.  BENCH_ICOUNT and BENCH_TCG name the
-# sections of each; an empty one is not booted.
+# run), the rest (two vCPUs) in the usual TCG guest.  BENCH_ICOUNT and
+# BENCH_TCG name the sections of each; an empty one is not booted.
 BENCH_ICOUNT ?= startup,cost
-BENCH_TCG    ?= churn,topload,daemon,memory,pprof
+BENCH_TCG    ?= churn,memory
 BENCH_RUNS   := $(if $(BENCH_ICOUNT),bench-icount) $(if $(BENCH_TCG),bench)
 
-bench: build bench-tools
-	@$(MAKE) -s kernel DEBUG=0
-	@mkdir -p $(BUILD)/bench
+bench: mainline-build workloads bench-tools
+	@$(MAKE) -s mainline-kernel DEBUG=0
+	@mkdir -p $(BENCH_OUT)
 	@if [ -n "$(BENCH_ICOUNT)" ]; then \
-		ACCEL=icount GUEST_KERNEL=$(BENCH_KERNEL) \
+		$(ML_QEMU) ACCEL=icount \
 		GUEST_APPEND="BENCH_ONLY=$(BENCH_ICOUNT) BENCH_ICOUNT=1 $(GUEST_APPEND)" \
-		python3 harness/qemu.py --run-dir $(BUILD)/guest/bench-icount \
+		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/bench-icount \
 			harness/bench.list; fi
 	@if [ -n "$(BENCH_TCG)" ]; then \
-		GUEST_KERNEL=$(BENCH_KERNEL) \
-		GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(GUEST_APPEND)" \
-		python3 harness/qemu.py --run-dir $(BUILD)/guest/bench \
+		$(ML_QEMU) GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(GUEST_APPEND)" \
+		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/bench \
 			harness/bench.list; fi
 	@for r in $(BENCH_RUNS); do \
 		sed -n '/===== BEGIN bench/,/===== END bench/p' \
-			$(BUILD)/guest/$$r/output.log | tr -d '\r' | \
+			$(ML_BUILD)/guest/$$r/output.log | tr -d '\r' | \
 			grep -v '^===== '; \
-	done >$(BUILD)/bench/results.md
-	@for r in $(BENCH_RUNS); do tr -d '\r' <$(BUILD)/guest/$$r/output.log; \
-	done >$(BUILD)/bench/output.log
-	@grep '^DATA startup' $(BUILD)/bench/output.log \
-		>$(BUILD)/bench/startup.dat || true
-	@if [ -s $(BUILD)/bench/startup.dat ]; then \
-		gnuplot -c harness/bench/startup.gp $(BUILD)/bench/startup.dat \
-			$(BUILD)/bench/startup.png; fi
-	@grep '^DATA overhead' $(BUILD)/bench/output.log \
-		>$(BUILD)/bench/overhead.dat || true
-	@if [ -s $(BUILD)/bench/overhead.dat ]; then \
-		gnuplot -c harness/bench/overhead.gp $(BUILD)/bench/overhead.dat \
-			$(BUILD)/bench/overhead.png; fi
-	@cat $(BUILD)/bench/results.md
-	@echo "bench: $(BUILD:$(REPO)/%=%)/bench/{results.md,startup.png,overhead.png}"
+	done >$(BENCH_OUT)/results.md
+	@for r in $(BENCH_RUNS); do tr -d '\r' <$(ML_BUILD)/guest/$$r/output.log; \
+	done >$(BENCH_OUT)/output.log
+	@grep '^DATA startup' $(BENCH_OUT)/output.log \
+		>$(BENCH_OUT)/startup.dat || true
+	@if [ -s $(BENCH_OUT)/startup.dat ]; then \
+		gnuplot -c harness/bench/startup.gp $(BENCH_OUT)/startup.dat \
+			$(BENCH_OUT)/startup.png; fi
+	@grep '^DATA overhead' $(BENCH_OUT)/output.log \
+		>$(BENCH_OUT)/overhead.dat || true
+	@if [ -s $(BENCH_OUT)/overhead.dat ]; then \
+		gnuplot -c harness/bench/overhead.gp $(BENCH_OUT)/overhead.dat \
+			$(BENCH_OUT)/overhead.png; fi
+	@cat $(BENCH_OUT)/results.md
+	@echo "bench: $(BENCH_OUT:$(REPO)/%=%)/{results.md,startup.png,overhead.png}"
 
 # Robustness runs in the debug guest, DURATION seconds per part (default
 # 300), with kmemleak on: harness/guest/stress.sh says what each part does.
@@ -354,19 +301,20 @@ stress: build
 		printf 'stress/%s\t%s\texec\tbash @REPO@/harness/guest/stress.sh %s %s\n' \
 			$$p $$(($(DURATION) + 600)) $$p $(DURATION) >>$(BUILD)/stress.list; \
 	done
-	@GUEST_APPEND="kmemleak=on $(GUEST_APPEND)" python3 harness/qemu.py \
-		--run-dir $(BUILD)/guest/stress $(BUILD)/stress.list
+	@GUEST_APPEND="kmemleak=on harness_perf_build=$(ML_BUILD) $(GUEST_APPEND)" \
+		python3 harness/qemu.py --run-dir $(BUILD)/guest/stress $(BUILD)/stress.list
 
-# Run every `perf test` entry once in the guest and propose the list that
-# `make check` runs (see harness/perf_test_list.py); takes long under TCG.
-perf-test-survey: build
+# Run every `perf test` entry of perf 7.3 with the series once in the
+# mainline guest and propose a list (see harness/perf_test_list.py);
+# takes long under TCG.
+perf-test-survey: mainline-build
 	@printf 'perf-test-survey\t7000\texec\tbash @REPO@/harness/guest/perf-test-survey.sh 60\n' \
-		>$(BUILD)/survey.list
-	@python3 harness/qemu.py --run-dir $(BUILD)/guest/survey \
-		$(BUILD)/survey.list
-	@python3 harness/perf_test_list.py $(BUILD)/guest/survey/output.log \
-		>$(BUILD)/20-perf-test.list
-	@echo "proposed list: $(BUILD:$(REPO)/%=%)/20-perf-test.list"
+		>$(ML_BUILD)/survey.list
+	@$(ML_ENV) python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/survey \
+		$(ML_BUILD)/survey.list
+	@python3 harness/perf_test_list.py $(ML_BUILD)/guest/survey/output.log \
+		>$(ML_BUILD)/20-perf-test.list
+	@echo "proposed list: $(ML_BUILD:$(REPO)/%=%)/20-perf-test.list"
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/guest

@@ -10,7 +10,10 @@ status is non-zero on any failure.
   host/checkpatch/<mail>  scripts/checkpatch.pl --strict: no ERROR and no
                           WARNING in each exported mail (its new files
                           included)
+  host/same-lines/<patch> a backport patch marked "same lines as" in its
+                          series adds and removes what the mainline one does
   host/harness-selftest   the runner's judgement on made-up guest logs
+                          (--harness-selftest: once per make check)
   guest/...               see harness/qemu.py and harness/tests/*.list
 
 --only NAME (repeatable) runs just the named guest tests; --repeat N
@@ -19,12 +22,13 @@ to show that a test does not fail now and then.
 """
 
 import argparse
+import difflib
 import glob
 import os
 import re
 import subprocess
 import sys
-import threading
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu  # noqa: E402
@@ -33,15 +37,11 @@ import tree   # noqa: E402
 REPO = qemu.REPO
 BUILD = qemu.BUILD
 SRC = os.path.join(BUILD, "src", "linux")
-# TEST_LISTS: the folder of the line's test lists (harness/tests for the
+# TEST_LISTS: the folder of the line's test lists (harness/tests/6.12 for the
 # 6.12 backport, harness/tests/mainline for the mainline series)
-LISTS_DIR = os.path.join(REPO, os.environ.get("TEST_LISTS", "harness/tests"))
+LISTS_DIR = os.path.join(REPO, os.environ.get("TEST_LISTS", "harness/tests/6.12"))
 LISTS = sorted(glob.glob(os.path.join(LISTS_DIR, "*.list")))
 # The lists the second guest runs (see main()): about as long as the rest
-SECOND_GUEST = [os.path.join(REPO, "harness", "tests", name)
-                for name in ("40-perf-test-long.list",
-                             "45-second-guest-selftests.list")]
-
 # Types that are not errors in this series:
 # FILE_PATH_CHANGES: its last patch adds the MAINTAINERS entries of every
 # new file, so each earlier patch that adds one is told to.
@@ -115,7 +115,41 @@ def export_checks():
     return results
 
 
-def host_checks(one_guest=False):
+def changed_lines(path):
+    """The lines a patch adds and removes, in order, without context."""
+    with open(path, errors="replace") as f:
+        _, body = re.split(r"^---\s*$", f.read(), maxsplit=1, flags=re.M)
+    return [ln for ln in body.splitlines()
+            if ln[:1] in "+-" and not ln.startswith(("+++ ", "--- "))]
+
+
+def backport_same_lines():
+    """A patch of the backport's series marked "# same lines as PATCH" (a
+    mainline patch with the context of 6.12) adds and removes exactly
+    what that patch does."""
+    results = []
+    with open(tree.SERIES) as f:
+        for line in f:
+            m = re.match(r"^(\S+)\s+#\s*same lines as\s+(\S+)", line)
+            if not m:
+                continue
+            ours, theirs = (os.path.join(tree.PATCHES, p) for p in m.groups())
+            a, b = changed_lines(ours), changed_lines(theirs)
+            name = f"host/same-lines/{os.path.basename(ours)}"
+            if a == b:
+                results.append(qemu.Result(name, "PASS",
+                                           f"{len(a)} lines as mainline's"))
+            else:
+                diff = [ln for ln in difflib.unified_diff(
+                    b, a, "mainline", "6.12", lineterm="", n=0)][:20]
+                print("\n".join(diff))
+                results.append(qemu.Result(name, "FAIL",
+                                           "adds or removes other lines than "
+                                           + os.path.basename(theirs)))
+    return results
+
+
+def host_checks(harness_selftest=False):
     results = []
     r = subprocess.run([sys.executable, os.path.join(REPO, "harness",
                                                      "tree.py"), "check"],
@@ -126,7 +160,8 @@ def host_checks(one_guest=False):
                                 if r.returncode else ""))
     if r.returncode == 0:
         results += export_checks()
-    if one_guest:
+    results += backport_same_lines()
+    if not harness_selftest:
         # the runner's own tests are the same for both lines: once is enough
         for r in results:
             print(f"  {r}")
@@ -150,8 +185,9 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--mem", default=os.environ.get("GUEST_MEM", "4G"))
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--one-guest", action="store_true",
-                    help="run every test in one guest (a short list)")
+    ap.add_argument("--harness-selftest", action="store_true",
+                    help="also run the harness's own tests (once per "
+                    "make check is enough)")
     ap.add_argument("--fuzz-perf", default=None,
                     help="after the guest, fuzz the perf.data seeds it "
                     "printed with this perf (harness/perf_data_fuzz.py)")
@@ -164,7 +200,7 @@ def main():
     results = []
     if not args.only:
         print("check: host checks")
-        results += host_checks(args.one_guest)
+        results += host_checks(args.harness_selftest)
 
     tests = qemu.read_list(LISTS, args.only)
     if args.repeat > 1:
@@ -175,51 +211,26 @@ def main():
     for name, _, _, reason in skipped:
         results.append(qemu.Result(name, "SKIP", reason))
 
-    # Two guests at once, for hosts with cores to spare (on 2 cores they
-    # slow each other about as much as they gain): the first runs every
-    # list but SECOND_GUEST's, and its boot's KUnit suites; the second,
-    # SECOND_GUEST's: the long perf tests and the longest selftest.
-    second = [] if args.one_guest else \
-        [t for t in tests if t[0] in second_guest_names()]
-    first = [t for t in tests if t not in second]
-    runs = {}
-
-    def run(key, lane, subdir):
-        run_dir = os.path.join(BUILD, "guest", subdir)
+    run_dir = os.path.join(BUILD, "guest", "check")
+    try:
         lines, acc, timed_out, secs = qemu.boot(
-            lane, run_dir, qemu.run_timeout(lane), args.mem)
-        gres, splats, stray = qemu.judge(lane, lines, run_dir, timed_out)
-        print(f"check: guest {subdir} ran on {acc} in {secs:.0f}s",
-              flush=True)
-        if args.only or key == 2:
+            tests, run_dir, qemu.run_timeout(tests), args.mem)
+        gres, splats, stray = qemu.judge(tests, lines, run_dir, timed_out)
+        print(f"check: guest ran on {acc} in {secs:.0f}s", flush=True)
+        if args.only:
             gres = [r for r in gres if not r.name.startswith("kunit/")]
-        if key == 2:
-            for r in gres:
-                r.name = r.name.replace("guest/", "guest2/", 1)
-        runs[key] = (gres, run_dir, splats, stray)
-
-    lanes = [(1, first, "check"), (2, second, "check2")]
-    threads = [threading.Thread(target=run, args=lane)
-               for lane in lanes if lane[1]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for key, lane, _ in lanes:
-        if key in runs:
-            results += runs[key][0]
-        else:
-            # The runner itself failed (its traceback is above): no
-            # test of that guest may pass unseen
-            results += [qemu.Result(t[0], "FAIL", "the guest runner failed")
-                        for t in lane]
-    main_run = runs.get(1) or runs.get(2) or ([], None, {}, [])
-    more = [runs[2]] if 1 in runs and 2 in runs else []
-    if args.fuzz_perf and main_run[1]:
-        results += fuzz(args.fuzz_perf, main_run[1], args.fuzz_cases)
+        results += gres
+    except Exception:  # pylint: disable=broad-except
+        # No test of the guest may pass unseen when the runner fails
+        traceback.print_exc()
+        results += [qemu.Result(t[0], "FAIL", "the guest runner failed")
+                    for t in tests]
+        run_dir, splats, stray = None, {}, []
+    if args.fuzz_perf and run_dir:
+        results += fuzz(args.fuzz_perf, run_dir, args.fuzz_cases)
 
     print(f"\ncheck: results ({tree.read_base()['package']})")
-    return qemu.summarize(results, *main_run[1:], more_runs=more)
+    return qemu.summarize(results, run_dir, splats, stray)
 
 
 def fuzz(perf, run_dir, cases):
@@ -239,11 +250,6 @@ def fuzz(perf, run_dir, cases):
     return [qemu.Result("host/perf-data-fuzz",
                         "PASS" if r.returncode == 0 else "FAIL",
                         last.replace("fuzz: ", ""))]
-
-
-def second_guest_names():
-    """The tests of SECOND_GUEST's lists."""
-    return {t[0] for t in qemu.read_list(SECOND_GUEST, [])}
 
 
 if __name__ == "__main__":

@@ -169,9 +169,51 @@ def overlay_roots(blobs):
                   if d in tops and os.path.isdir(os.path.join(SERIES_DIR, d)))
 
 
+def patch_root(patch):
+    """The folder whose new files a patch of the series introduces: the
+    series' own, or, for a patch another line shares (named by a path
+    such as ../../patches/NAME in the backport's series), that line's."""
+    return os.path.dirname(os.path.dirname(
+        os.path.abspath(os.path.join(PATCHES, patch))))
+
+
+def file_root(patch, line):
+    """(kernel path, folder holding it) of a new file listed under a patch.
+
+    A plain path is in the patch's folder (patch_root()); a path that
+    starts with ../ names a file of the line that folder's parent holds,
+    as a backport's own patch introduces a file mainline's introduces too:
+    ../tools/x.c under a patch of 6.12/ is the root's tools/x.c.
+    """
+    root = patch_root(patch)
+    while line.startswith("../"):
+        root = os.path.dirname(root)
+        line = line[3:]
+    return line, root
+
+
+def shared_files():
+    """path -> folder, for the new files the series takes from another
+    line's folder."""
+    out = {}
+    for patch, new in read_series_files(raw=True):
+        for line in new:
+            path, root = file_root(patch, line)
+            if root != SERIES_DIR:
+                out[path] = root
+    return out
+
+
 def new_files(blobs):
-    """path -> (content, mode) for every file at a kernel path in the repo."""
+    """path -> (content, mode) for every file at a kernel path in the repo:
+    the series' folder's own, and those the shared patches introduce."""
     files = {}
+    for path, root in shared_files().items():
+        full = os.path.join(root, path)
+        if not os.path.exists(full):
+            die(f"patches/series: {path} is not in {os.path.relpath(root, REPO) or '.'}/")
+        with open(full, "rb") as f:
+            files[path] = (f.read(), os.stat(full).st_mode & 0o777)
     for root in overlay_roots(blobs):
         for dirpath, dirnames, filenames in os.walk(os.path.join(SERIES_DIR, root)):
             dirnames.sort()
@@ -183,13 +225,17 @@ def new_files(blobs):
                 if rel in blobs:
                     die(f"{rel} exists upstream: change it with a patch "
                         "in patches/, not a copy")
+                if rel in files:
+                    die(f"{rel} is both in {os.path.relpath(SERIES_DIR, REPO)}/ "
+                        "and introduced by a shared patch")
                 with open(full, "rb") as f:
                     files[rel] = (f.read(), os.stat(full).st_mode & 0o777)
     return files
 
 
-def read_series_files():
-    """[(patch, [new files it introduces])] from patches/series.
+def read_series_files(raw=False):
+    """[(patch, [new files it introduces])] from patches/series; the files
+    as kernel paths, or with raw as the series lists them (file_root()).
 
     A line names a patch; the indented lines under it name the new files
     (kept in the repo at their kernel paths) that the patch introduces.
@@ -211,6 +257,9 @@ def read_series_files():
             if not os.path.exists(os.path.join(PATCHES, line)):
                 die(f"patches/series names {line}, which does not exist")
             entries.append((line, []))
+    if not raw:
+        entries = [(p, [file_root(p, f)[0] for f in new])
+                   for p, new in entries]
     return entries
 
 
@@ -486,6 +535,7 @@ def cmd_refresh():
     changed = sorted({p for p in changed if p})
 
     repo_new = new_files(blobs)
+    shared = shared_files()
     edits = {}  # patch index -> {path: section}
     stray = {}
     updated = 0
@@ -510,7 +560,7 @@ def cmd_refresh():
             stray[path] = unified(path, base_content(path), content)
         else:
             # A new file: it lives in the repo at its kernel path.
-            dst = os.path.join(SERIES_DIR, path)
+            dst = os.path.join(shared.get(path, SERIES_DIR), path)
             if content is None:
                 if os.path.exists(dst):
                     os.unlink(dst)

@@ -64,14 +64,13 @@ enum {
 #define UNWIND_RESET		BIT(UNWIND_RESET_BIT)
 #define UNWIND_RESERVED_MASK	(BIT(UNWIND_RESERVED_BITS) - 1)
 
-#ifdef CONFIG_UNWIND_DEFERRED
+#ifdef CONFIG_UNWIND_USER
 
 void unwind_task_init(struct task_struct *task);
 void unwind_task_free(struct task_struct *task);
 void unwind_deferred_task_exit(struct task_struct *task);
 
 int unwind_user_faultable(struct unwind_stacktrace *trace);
-void unwind_user_trim(void);
 
 int unwind_deferred_init(struct unwind_work *work, unwind_callback_t func);
 int unwind_deferred_request(struct unwind_work *work, u64 *cookie);
@@ -94,7 +93,7 @@ static __always_inline void unwind_reset_info(void)
 	__unwind_reset_info();
 }
 
-#else /* !CONFIG_UNWIND_DEFERRED */
+#else /* !CONFIG_UNWIND_USER */
 
 static inline void unwind_task_init(struct task_struct *task) { }
 static inline void unwind_task_free(struct task_struct *task) { }
@@ -105,8 +104,6 @@ static inline int unwind_user_faultable(struct unwind_stacktrace *trace)
 	trace->nr = 0;
 	return -EOPNOTSUPP;
 }
-
-static inline void unwind_user_trim(void) { }
 
 static inline int unwind_deferred_init(struct unwind_work *work,
 				       unwind_callback_t func)
@@ -126,6 +123,6 @@ static inline void unwind_deferred_cancel(struct unwind_work *work) { }
 
 static __always_inline void unwind_reset_info(void) { }
 
-#endif /* CONFIG_UNWIND_DEFERRED */
+#endif /* CONFIG_UNWIND_USER */
 
 #endif /* _LINUX_UNWIND_DEFERRED_H */

@@ -7,6 +7,9 @@
 
 #ifdef CONFIG_UNWIND_USER
 
+/* unwind_user_word_size() and the frame layout */
+#include <asm/unwind_user.h>
+
 int unwind_user_start(struct unwind_user_state *state);
 int unwind_user_next(struct unwind_user_state *state);
 int unwind_user(struct unwind_stacktrace *trace, unsigned int max_entries);

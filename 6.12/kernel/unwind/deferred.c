@@ -86,7 +86,7 @@ static DEFINE_PER_CPU(u64, unwind_cookie_seq);
  */
 VISIBLE_IF_KUNIT u64 unwind_get_cookie(struct unwind_task_info *info)
 {
-	u64 cookie = READ_ONCE(info->id);
+	u64 cookie = READ_ONCE(info->id.id);
 	u64 seq, new;
 
 	if (cookie)
@@ -94,7 +94,7 @@ VISIBLE_IF_KUNIT u64 unwind_get_cookie(struct unwind_task_info *info)
 
 	seq = this_cpu_inc_return(unwind_cookie_seq);
 	new = seq << UNWIND_COOKIE_CPU_BITS | (smp_processor_id() + 1);
-	if (try_cmpxchg64(&info->id, &cookie, new))
+	if (try_cmpxchg64(&info->id.id, &cookie, new))
 		return new;
 	return cookie;
 }
@@ -151,25 +151,6 @@ int unwind_user_faultable(struct unwind_stacktrace *trace)
 	return 0;
 }
 
-/**
- * unwind_user_trim - free the current task's cached user stack trace
- *
- * For a user of the framework that knows that no request will come for a
- * while (perf, once its last receiving event is gone): the cache is
- * allocated again by the next unwind_user_faultable().  Only the task
- * itself uses its cache, so freeing it here races with nothing.
- *
- * Context: current, task context; not from an unwind callback (whose
- * trace points into the cache).
- */
-void unwind_user_trim(void)
-{
-	struct unwind_task_info *info = &current->unwind_info;
-
-	kfree(info->cache);
-	info->cache = NULL;
-}
-
 /*
  * Call every work that asked during this entry and has not been called
  * yet.  Runs on current, from the task_work or from do_exit(), inside
@@ -195,7 +176,7 @@ static void __process_unwind_deferred(struct unwind_task_info *info)
 		return;
 
 	/* Set by the request before it set UNWIND_PENDING */
-	cookie = READ_ONCE(info->id);
+	cookie = READ_ONCE(info->id.id);
 	WARN_ON_ONCE(!cookie);
 
 	/* A failed walk still reaches the callbacks, with an empty trace */
@@ -442,7 +423,7 @@ void __unwind_reset_info(void)
 	 * cookie, so it can never hand out the cookie we are clearing, nor
 	 * leave a new one behind for the next entry.
 	 */
-	WRITE_ONCE(info->id, 0);
+	WRITE_ONCE(info->id.id, 0);
 	WRITE_ONCE(info->unwind_completed, 0);
 	if (info->cache)
 		info->cache->nr_entries = 0;

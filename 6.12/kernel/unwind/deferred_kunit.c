@@ -456,7 +456,7 @@ static void ut_cookie_one_cpu(struct kunit *test)
 		cookie[i] = unwind_get_cookie(&info[i]);
 	again = unwind_get_cookie(&info[0]);
 	/* What __unwind_reset_info() does on the way out to user space */
-	WRITE_ONCE(info[0].id, 0);
+	WRITE_ONCE(info[0].id.id, 0);
 	next = unwind_get_cookie(&info[0]);
 	local_irq_restore(flags);
 

@@ -20,7 +20,6 @@
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
 #include <linux/unwind_user.h>
-#include <asm/unwind_user.h>
 #include <kunit/visibility.h>
 
 #include "internal.h"
@@ -34,7 +33,7 @@ VISIBLE_IF_KUNIT int unwind_user_start_regs(struct unwind_user_state *state,
 	/* A kernel thread's regs, or user mode we cannot walk */
 	if (!regs || !user_mode(regs))
 		return -EINVAL;
-	state->ws = arch_unwind_user_word_size(regs);
+	state->ws = unwind_user_word_size(regs);
 	if (!state->ws)
 		return -EINVAL;
 

@@ -30,7 +30,7 @@
  * Size of a user stack word for the mode @regs returns to, or 0 if the
  * stack cannot be walked flat: vm86 stacks are segmented.
  */
-static inline unsigned int arch_unwind_user_word_size(struct pt_regs *regs)
+static inline int unwind_user_word_size(struct pt_regs *regs)
 {
 	if (v8086_mode(regs))
 		return 0;
