@@ -229,10 +229,12 @@ check: build
 # perf 7.3 and the series.
 ML_NODEBUG := $(ML_BUILD)/obj/kernel-nodebug/arch/x86/boot/bzImage
 ML_QEMU    := BUILD=$(ML_BUILD) SERIES_DIR=$(REPO) GUEST_KERNEL=$(ML_NODEBUG)
+ML_WL      := harness_workloads=$(BUILD)/obj/workloads
 
 demo: mainline-build workloads
 	@$(MAKE) -s mainline-kernel DEBUG=0
-	@$(ML_QEMU) python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/demo \
+	@$(ML_QEMU) GUEST_APPEND="$(ML_WL) $(GUEST_APPEND)" \
+		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/demo \
 		harness/demo.list
 	@sed -n '/===== BEGIN demo/,/===== END demo/p' \
 		$(ML_BUILD)/guest/demo/output.log | tr -d '\r'
@@ -263,11 +265,11 @@ bench: mainline-build workloads bench-tools
 	@mkdir -p $(BENCH_OUT)
 	@if [ -n "$(BENCH_ICOUNT)" ]; then \
 		$(ML_QEMU) ACCEL=icount \
-		GUEST_APPEND="BENCH_ONLY=$(BENCH_ICOUNT) BENCH_ICOUNT=1 $(GUEST_APPEND)" \
+		GUEST_APPEND="BENCH_ONLY=$(BENCH_ICOUNT) BENCH_ICOUNT=1 $(ML_WL) $(GUEST_APPEND)" \
 		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/bench-icount \
 			harness/bench.list; fi
 	@if [ -n "$(BENCH_TCG)" ]; then \
-		$(ML_QEMU) GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(GUEST_APPEND)" \
+		$(ML_QEMU) GUEST_APPEND="BENCH_ONLY=$(BENCH_TCG) $(ML_WL) $(GUEST_APPEND)" \
 		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/bench \
 			harness/bench.list; fi
 	@for r in $(BENCH_RUNS); do \

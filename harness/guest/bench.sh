@@ -22,6 +22,8 @@
 # instructions, the same from run to run.
 set -euo pipefail
 : "${harness_build:?}"
+# The workloads (make workloads), in the top build directory
+workloads=${harness_workloads:-$harness_build/obj/workloads}
 ns=${BENCH_NS:-0,500,1000,2000,4000}
 ns=${ns//,/ }
 reps=${BENCH_REPS:-3}
@@ -40,7 +42,7 @@ if want cost; then
 cp "$harness_build"/obj/bench/build_id_offset_cost "$harness_build"/obj/selftests/perf_events/libbido_dl.so "$w"/
 fi
 if want startup; then
-cp -r "$harness_build"/obj/workloads/population* "$harness_build"/obj/workloads/pop "$w"/
+cp -r "$workloads"/population* "$workloads"/pop "$w"/
 fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -160,8 +162,8 @@ churn_section() {
 	local -A perf_pid
 	rm -rf "$d"
 	mkdir -p "$d/lib"
-	cp "$harness_build"/obj/workloads/churn/churn "$d"/
-	cp "$harness_build"/obj/workloads/churn/libchurn*.so "$d/lib"/
+	cp "$workloads"/churn/churn "$d"/
+	cp "$workloads"/churn/libchurn*.so "$d/lib"/
 	"$d/churn" -p -t "$secs" -m "$ms" "$d/lib" "$d/log" \
 		>"$d/churn.out" 2>"$d/churn.err" &
 	cpid=$!
@@ -226,8 +228,8 @@ daemon_section() {
 	rm -rf "$d"
 	mkdir -p "$d"
 	[ -x ./population ] ||
-		cp -r "$harness_build"/obj/workloads/population* \
-			"$harness_build"/obj/workloads/pop "$w"/
+		cp -r "$workloads"/population* \
+			"$workloads"/pop "$w"/
 	pop_start "$n" "$d/pop.out"
 	echo "## perf daemon with per-second rotation"
 	echo
@@ -472,7 +474,7 @@ echo "\`perf record -g -e cpu-clock -c 100000\` of \`multilib 2\` (a program and
 echo
 echo "| mode | samples | perf.data bytes | bytes/sample |"
 echo "|---|---|---|---|"
-cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
+cp "$workloads"/{multilib,liba.so,libb.so} "$w"/
 for mode in default buildid-offset; do
 	opts=()
 	[ $mode = buildid-offset ] && opts=(--buildid-offset --synth=no)
@@ -503,7 +505,7 @@ pprof_row() {
 pprof_section() {
 	local secs=${BENCH_PPROF_SECS:-12} d=$w/pprof n i
 	mkdir -p "$d"
-	cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$d"/
+	cp "$workloads"/{multilib,liba.so,libb.so} "$d"/
 	cd "$d"
 	perf record -q --buildid-offset --synth=no -g -e cpu-clock -c 100000 \
 		-o p.data -- ./multilib "$secs" >/dev/null 2>&1

@@ -8,7 +8,9 @@ set -euo pipefail
 w=/tmp/demo
 mkdir -p "$w"
 # Keep the workload local (tmpfs): 9p lookups are slow in the guest.
-cp "$harness_build"/obj/workloads/{multilib,liba.so,libb.so} "$w"/
+# The workloads (make workloads), in the top build directory
+workloads=${harness_workloads:-$harness_build/obj/workloads}
+cp "$workloads"/{multilib,liba.so,libb.so} "$w"/
 cd "$w"
 
 # Time from perf's start to its first sample: perf record -a of a

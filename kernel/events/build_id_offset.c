@@ -331,10 +331,12 @@ static void perf_bido_read_build_ids(struct perf_build_id_offset_map *maps,
 	for (i = 0; i < nr; i++) {
 		if (!files[i])
 			continue;
-		err = build_id_parse_file(files[i], maps[i].build_id, &size);
+		err = build_id_parse_file_nofault(files[i], maps[i].build_id,
+						  &size);
 		if (!err)
 			maps[i].build_id_size = size;
-		else if (err == -EINVAL)
+		else if (err == -EINVAL || err == -ERANGE)
+			/* read, and no ELF image with a build-ID note */
 			maps[i].flags |= PERF_BUILD_ID_OFFSET_MAP_NO_BUILD_ID;
 		else
 			maps[i].flags |= PERF_BUILD_ID_OFFSET_MAP_UNREADABLE;
