@@ -17,7 +17,8 @@ JOBS    ?= $(shell nproc)
 DEBUG   ?= 1
 ifeq ($(DEBUG),0)
 KOBJ    := $(BUILD)/obj/kernel-nodebug
-FRAGS   := harness/config/guest.config harness/config/6.12.config
+FRAGS   := harness/config/guest.config harness/config/nodebug.config \
+	harness/config/6.12.config
 else
 FRAGS   := harness/config/guest.config harness/config/debug.config \
 	harness/config/6.12.config
@@ -119,7 +120,7 @@ ML_AOBJ  := $(ML_BUILD)/obj/perf-asan
 ML_PBOBJ := $(ML_BUILD)/obj/perf-base
 ML_BASESRC := $(ML_BUILD)/src/base
 ML_FRAGS := harness/config/guest.config \
-	$(if $(filter 0,$(DEBUG)),,harness/config/debug.config) \
+	$(if $(filter 0,$(DEBUG)),harness/config/nodebug.config,harness/config/debug.config) \
 	harness/config/mainline.config
 ML_ENV   := SERIES_DIR=$(REPO) BUILD=$(ML_BUILD)
 # perf 7.3 builds a Rust test workload when rustc is on the PATH; Debian

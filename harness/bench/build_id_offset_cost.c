@@ -88,7 +88,6 @@ static const char * const mode_name[] = {
 struct run {
 	double cpu;			/* child CPU seconds */
 	uint64_t samples, records, lost;
-	uint64_t same;			/* of records: PERF_BUILD_ID_OFFSET_F_SAME_MAPS */
 	uint64_t sample_bytes, record_bytes, user_frames;
 	uint64_t deferred, deferred_frames;	/* CALLCHAIN_DEFERRED records */
 };
@@ -196,11 +195,7 @@ static void drain(struct perf_event_mmap_page *pg, uint64_t size,
 			r->user_frames += user_frames(data, size, tail);
 		} else if (h->type == PERF_RECORD_BUILD_ID_OFFSET) {
 			/* pid and tid, cookie, then nr and flags */
-			uint64_t nr_flags = ring_u64(data, size, tail, 2);
-
 			r->records++;
-			r->same += !!((nr_flags >> 32) &
-				      PERF_BUILD_ID_OFFSET_F_SAME_MAPS);
 			r->record_bytes += h->size;
 		} else if (h->type == PERF_RECORD_CALLCHAIN_DEFERRED) {
 			/* header, cookie, nr, ips[nr], sample_id */
@@ -410,7 +405,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	printf("| workload | mode | %s (median of %d) | spread | overhead | %s/sample over none | samples | records (of them SAME_MAPS) | lost |\n",
+	printf("| workload | mode | %s (median of %d) | spread | overhead | %s/sample over none | samples | records | lost |\n",
 	       icount ? "M instructions" : "CPU s", reps,
 	       icount ? "instructions" : "ns");
 	printf("|---|---|---|---|---|---|---|---|---|\n");
@@ -434,10 +429,9 @@ int main(int argc, char **argv)
 				       r->samples);
 			else
 				printf(" - |");
-			printf(" %llu | %llu (%llu) | %llu |\n",
+			printf(" %llu | %llu | %llu |\n",
 			       (unsigned long long)r->samples,
 			       (unsigned long long)(r->records + r->deferred),
-			       (unsigned long long)r->same,
 			       (unsigned long long)r->lost);
 		}
 		printf("| %s | whole feature against -g (goal at most 1.5) | %.2f | | | | | | |\n",
