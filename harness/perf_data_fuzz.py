@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The perf.data fuzzer: mutations of real recordings around
 PERF_RECORD_CALLCHAIN_DEFERRED (22) and PERF_RECORD_BUILD_ID_OFFSET (23),
-read by perf report, perf script, perf inject and perf data convert.
+read by perf report, perf script, perf inject (plain and
+--buildid-offset-mmap2) and perf data convert.
 
   perf_data_fuzz.py OUTPUT_LOG PERF [--cases N] [--seed S] [--jobs J]
                     [--keep DIR]
@@ -11,7 +12,7 @@ prints each recording in base64 between "SEED-BEGIN NAME" and
 "SEED-END").  Each case takes one seed, mutates its records 22 and 23
 (their nr, size, cookie, tid, maps, type; or the samples' cookies), in
 the file's byte order or in the other one (the whole file swapped), and
-has one of the four readers read it.  A reader may refuse a file (exit
+has one of the five readers read it.  A reader may refuse a file (exit
 1, a warning); it must never crash, hang, or make AddressSanitizer or
 UndefinedBehaviorSanitizer report (PERF built with them: `make
 mainline-perf-asan`).  Failing inputs go to DIR for replay; the seed and
@@ -33,7 +34,7 @@ import tempfile
 HEADER = struct.Struct("<8sQQQQQQQQ")   # magic, size, attr_size, attrs, data
 SAMPLE, CALLCHAIN_DEFERRED, BUILD_ID_OFFSET = 9, 22, 23
 FEAT_HOSTNAME = 3
-READERS = ("report", "script", "inject", "convert")
+READERS = ("report", "script", "inject", "inject-mmap2", "convert")
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|"
                        r"ERROR: LeakSanitizer|UndefinedBehaviorSanitizer")
 
@@ -226,6 +227,8 @@ def run_reader(perf, reader, path, work):
         "script": [perf, "script", "-i", path],
         "inject": [perf, "inject", "-i", path, "-o",
                    os.path.join(work, "inject.data")],
+        "inject-mmap2": [perf, "inject", "--buildid-offset-mmap2", "-i", path,
+                         "-o", os.path.join(work, "inject.data")],
         "convert": [perf, "data", "convert", "--to-json",
                     os.path.join(work, "out.json"), "--force", "-i", path],
     }[reader]

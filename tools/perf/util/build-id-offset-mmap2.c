@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <linux/kernel.h>
+#include <linux/string.h>
 #include <linux/zalloc.h>
 
 #include "build-id-offset-mmap2.h"
@@ -156,8 +157,10 @@ static int sample__for_each_user_addr(struct perf_sample *sample, struct machine
 
 			if (*ip >= PERF_CONTEXT_MAX) {
 				context = *ip;
-				/* A cookie follows, for the deferred user entries */
-				if (context == PERF_CONTEXT_USER_DEFERRED)
+				/* A cookie follows, unless the entries were merged in */
+				if (context == PERF_CONTEXT_USER_DEFERRED &&
+				    i + 1 < sample->callchain->nr &&
+				    sample->callchain->ips[i + 1] < PERF_CONTEXT_MAX)
 					i++;
 				continue;
 			}
@@ -214,6 +217,60 @@ static int unmapped__add(u64 *addr, void *data)
 }
 
 /*
+ * @event with the callchain of @sample, which has the user entries of its
+ * deferred callchain merged in, in place of its own, which ends with
+ * PERF_CONTEXT_USER_DEFERRED and the cookie: a reader resolves them with
+ * the sample, at its time, as this perf did.
+ */
+static union perf_event *build_id_offset_mmap2__merged(struct build_id_offset_mmap2 *bm,
+							union perf_event *event,
+							struct perf_sample *sample)
+{
+	struct ip_callchain *merged = sample->callchain;
+	size_t head, old_len, new_len, size;
+	struct perf_sample raw;
+	union perf_event *out = NULL;
+	u64 nr = 0, i;
+
+	perf_sample__init(&raw, /*all=*/false);
+	if (evlist__parse_sample(bm->session->evlist, event, &raw) || !raw.callchain)
+		goto unmerged;
+	head = (void *)raw.callchain - (void *)event;
+	old_len = (raw.callchain->nr + 1) * sizeof(u64);
+	new_len = (merged->nr + 1) * sizeof(u64);
+	size = event->header.size - old_len + new_len;
+	if (size > UINT16_MAX)
+		goto unmerged;
+	out = malloc(size);
+	if (!out)
+		goto out;
+	memcpy(out, event, head);
+	for (i = 0; i < merged->nr; i++) {
+		u64 ip = merged->ips[i];
+
+		/* The user entries' own context marker, not the deferred one */
+		if (ip == PERF_CONTEXT_USER_DEFERRED) {
+			if (i + 1 < merged->nr && merged->ips[i + 1] == PERF_CONTEXT_USER)
+				continue;
+			ip = PERF_CONTEXT_USER;
+		}
+		((u64 *)((void *)out + head))[1 + nr++] = ip;
+	}
+	*(u64 *)((void *)out + head) = nr;
+	size -= (merged->nr - nr) * sizeof(u64);
+	memcpy((void *)out + head + (nr + 1) * sizeof(u64), (void *)event + head + old_len,
+	       event->header.size - head - old_len);
+	out->header.size = size;
+out:
+	perf_sample__exit(&raw);
+	return out;
+unmerged:
+	/* Too large for a record: the user entries are left out */
+	out = memdup(event, event->header.size);
+	goto out;
+}
+
+/*
  * A sample, delivered with the maps of its record in @machine: noted with
  * the user addresses that it leaves unmapped here.
  */
@@ -221,7 +278,15 @@ int build_id_offset_mmap2__sample(struct build_id_offset_mmap2 *bm, union perf_e
 				  struct perf_sample *sample, struct machine *machine)
 {
 	struct unmapped u = { .thread = NULL };
+	union perf_event *merged = NULL;
 	int err;
+
+	if (sample->merged_callchain) {
+		merged = build_id_offset_mmap2__merged(bm, event, sample);
+		if (!merged)
+			return -ENOMEM;
+		event = merged;
+	}
 
 	u.thread = machine__findnew_thread(machine, sample->pid, sample->tid);
 	if (!u.thread)
@@ -232,6 +297,7 @@ int build_id_offset_mmap2__sample(struct build_id_offset_mmap2 *bm, union perf_e
 		err = build_id_offset_mmap2__queue(bm, event, sample->time, /*candidate=*/false,
 						   u.addrs, u.nr);
 	free(u.addrs);
+	free(merged);
 	return err;
 }
 
@@ -247,8 +313,8 @@ static int build_id_offset_mmap2__queue_candidate(const struct perf_tool *tool,
 
 /*
  * A PERF_RECORD_BUILD_ID_OFFSET whose maps are in @machine now: an MMAP2
- * of each, as this perf has it, at the time of the first sample waiting
- * for the record (or of the record, if none waits).
+ * of each, as this perf has it, at the time of the first sample of its
+ * entry still held (or of the record, if none is).
  */
 int build_id_offset_mmap2__record(struct build_id_offset_mmap2 *bm, union perf_event *event,
 				  struct perf_sample *sample, struct machine *machine)
@@ -465,10 +531,15 @@ int build_id_offset_mmap2__finish(struct build_id_offset_mmap2 *bm)
 	return err;
 }
 
-/* What a perf without PERF_SAMPLE_BUILD_ID_OFFSET reads */
+/*
+ * What a perf without PERF_SAMPLE_BUILD_ID_OFFSET reads: the samples have
+ * their deferred user entries merged in, or will not have them (a reader
+ * that waited for them would resolve the sample later than this perf did)
+ */
 void build_id_offset_mmap2__strip_attr(struct perf_event_attr *attr)
 {
 	attr->sample_type &= ~PERF_SAMPLE_BUILD_ID_OFFSET;
+	attr->defer_callchain = 0;
 }
 
 struct build_id_offset_mmap2 *build_id_offset_mmap2__new(struct perf_session *session,
