@@ -257,7 +257,7 @@ bench-tools: mainline-kernel
 # every guest clock counts retired instructions, the same from run to
 # run), the rest (two vCPUs) in the usual TCG guest.  BENCH_ICOUNT and
 # BENCH_TCG name the sections of each; an empty one is not booted.
-BENCH_ICOUNT ?= startup,cost
+BENCH_ICOUNT ?= startup,cost,report
 BENCH_TCG    ?= churn,memory
 BENCH_RUNS   := $(if $(BENCH_ICOUNT),bench-icount) $(if $(BENCH_TCG),bench)
 

@@ -5,7 +5,7 @@
 # copies both out and plots).  BENCH_NS (comma-separated), BENCH_REPS and
 # BENCH_PERIOD change the defaults: `make bench
 # GUEST_APPEND="BENCH_NS=0,500 BENCH_REPS=3"` (kernel parameters reach
-# init's environment).  BENCH_ONLY=startup,cost,churn,topload,daemon,memory,pprof runs only the
+# init's environment).  BENCH_ONLY=startup,cost,churn,topload,daemon,memory,pprof,report runs only the
 # sections named; BENCH_CHURN_SECS (default 30), BENCH_CHURN_FREQ
 # (default 4000) and BENCH_CHURN_SPIN_MS (default 20: TCG runs the
 # workload's exec and dlopen() 10-50 times slower than hardware, spins
@@ -13,7 +13,8 @@
 # BENCH_TOP_SECS (default 15) the length of each perf top run under load;
 # BENCH_MEM_THREADS (default 10000) the threads of the memory section;
 # BENCH_DAEMON_TASKS (4000) and BENCH_DAEMON_SECS (20) the daemon's;
-# BENCH_PPROF_SECS (12) the recording that pprof converts.
+# BENCH_PPROF_SECS (12) the recording that pprof converts;
+# BENCH_REPORT_SECS (10) the recordings that perf report and perf script read.
 # BENCH_POP_SPIN (default 5000; 0: idle) the rounds of work each task of
 # the start-up population runs once a second.
 # BENCH_ICOUNT=1 says that this is the instruction-count guest
@@ -535,6 +536,68 @@ pprof_section() {
 	cd "$w"
 }
 
+# report: the reading side.  One run of multilib, a task older than perf,
+# recorded for BENCH_REPORT_SECS (10) s at 10 kHz by default `perf record
+# -g` (which reads its maps from /proc) and with `-g --buildid-offset
+# --synth=no`; then `perf report --stdio` and `perf script` of each file,
+# BENCH_REPS times alternating.  Medians of the wall time (instructions
+# in the icount guest) and of the peak resident memory, per 100k samples.
+report_section() {
+	local secs=${BENCH_REPORT_SECS:-10} d=$w/report mode reader i n wpid
+	mkdir -p "$d"
+	cp "$workloads"/{multilib,liba.so,libb.so} "$d"/
+	cd "$d"
+	./multilib $(( 2 * secs + 30 )) >/dev/null 2>&1 &
+	wpid=$!
+	sleep 1
+	for mode in default buildid-offset; do
+		opts=()
+		[ $mode = buildid-offset ] && opts=(--buildid-offset --synth=no)
+		perf record -q -g -e cpu-clock -c 100000 "${opts[@]}" -o $mode.data \
+			-p $wpid -- sleep "$secs" >/dev/null 2>&1
+		: >$mode.report.t
+		: >$mode.script.t
+	done
+	kill $wpid
+	wait $wpid 2>/dev/null || true
+	for i in $(seq "$reps"); do
+		for mode in default buildid-offset; do
+			/usr/bin/time -a -f '%e %M' -o $mode.report.t \
+				perf report --stdio -i $mode.data >/dev/null 2>&1
+			/usr/bin/time -a -f '%e %M' -o $mode.script.t \
+				perf script -i $mode.data >/dev/null 2>&1
+		done
+	done
+	echo "## Report side: perf report and perf script"
+	echo
+	echo "\`multilib\`, started before perf, recorded for $secs s with \`perf record -g -e cpu-clock -c 100000 -p PID\` (default) and with \`--buildid-offset --synth=no\` added; \`perf report --stdio\` and \`perf script\` of each file, $reps runs alternating: medians, per 100k samples."
+	echo
+	echo "| recording | samples | reader | wall s per 100k | peak RSS KB |"
+	echo "|---|---|---|---|---|"
+	for mode in default buildid-offset; do
+		n=$(perf report -i $mode.data --stats 2>/dev/null |
+			awk '/SAMPLE events:/ { print $3; exit }')
+		for reader in report script; do
+			t=$(cut -d' ' -f1 $mode.$reader.t | median)
+			rss=$(cut -d' ' -f2 $mode.$reader.t | median)
+			awk -v m="$mode" -v r="$reader" -v n="$n" -v t="$t" -v rss="$rss" \
+			    'BEGIN { printf "| %s | %d | perf %s | %.3f | %d |\n", m, n, r, t * 1e5 / n, rss }'
+			echo "DATA report $mode $reader $n $t $rss" >>"$w"/data.txt
+		done
+	done
+	echo
+	awk '$1 == "DATA" && $2 == "report" { t[$3 " " $4] = $6 * 1e5 / $5; m[$3 " " $4] = $7 }
+	     END {
+		for (r = 1; r <= 2; r++) {
+			x = r == 1 ? "report" : "script"
+			printf "perf %s: --buildid-offset %.2fx the time and %.2fx the memory of default, per 100k samples.\n",
+			       x, t["buildid-offset " x] / t["default " x], m["buildid-offset " x] / m["default " x]
+		}
+	     }' "$w"/data.txt
+	echo
+	cd "$w"
+}
+
 # churn
 if want churn; then
 churn_section
@@ -550,6 +613,10 @@ fi
 # pprof: conversion time and size against perf script
 if want pprof; then
 pprof_section
+fi
+# report: perf report and perf script, default against --buildid-offset
+if want report; then
+report_section
 fi
 # memory: kernel memory per sampled thread (slab counters)
 if want memory; then

@@ -16,7 +16,6 @@
  * Samples lose their cookie, and the records go.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,7 +53,7 @@ struct build_id_offset_mmap2 {
 	build_id_offset_mmap2__write_t	 write;
 	void				*ctx;
 	u64				 nr_written;
-	u64				 nr_cleared;
+	size_t				 nr_cleared;
 };
 
 /*
@@ -130,17 +129,19 @@ static bool build_id_offset_mmap2__mapped(struct thread *thread, u64 addr)
 	bool mapped;
 
 	addr_location__init(&al);
-	mapped = thread__find_map(thread, PERF_RECORD_MISC_USER, addr, &al) != NULL;
+	mapped = thread__find_map(thread, PERF_RECORD_MISC_USER, addr, &al);
 	addr_location__exit(&al);
 	return mapped;
 }
+
+typedef int (*user_addr_fn)(u64 *addr, void *data);
 
 /*
  * Call @fn on each user address of @sample: the IP of a sample in user
  * space, the user entries of its callchain and its branch stack's.
  */
-static int sample__for_each_user_addr(struct perf_sample *sample, struct machine *machine,
-				      int (*fn)(u64 *addr, void *data), void *data)
+static int sample__visit_user_addrs(struct perf_sample *sample, struct machine *machine,
+				    user_addr_fn fn, void *data)
 {
 	int err;
 
@@ -223,8 +224,8 @@ static int unmapped__add(u64 *addr, void *data)
  * the sample, at its time, as this perf did.
  */
 static union perf_event *build_id_offset_mmap2__merged(struct build_id_offset_mmap2 *bm,
-							union perf_event *event,
-							struct perf_sample *sample)
+						       union perf_event *event,
+						       struct perf_sample *sample)
 {
 	struct ip_callchain *merged = sample->callchain;
 	size_t head, old_len, new_len, size;
@@ -291,7 +292,7 @@ int build_id_offset_mmap2__sample(struct build_id_offset_mmap2 *bm, union perf_e
 	u.thread = machine__findnew_thread(machine, sample->pid, sample->tid);
 	if (!u.thread)
 		return -ENOMEM;
-	err = sample__for_each_user_addr(sample, machine, unmapped__add, &u);
+	err = sample__visit_user_addrs(sample, machine, unmapped__add, &u);
 	thread__put(u.thread);
 	if (!err)
 		err = build_id_offset_mmap2__queue(bm, event, sample->time, /*candidate=*/false,
@@ -433,7 +434,7 @@ static int build_id_offset_mmap2__write_sample(struct build_id_offset_mmap2 *bm,
 			err = -ENOMEM;
 			goto out;
 		}
-		sample__for_each_user_addr(&sample, &bm->reader, clear_addr, &args);
+		sample__visit_user_addrs(&sample, &bm->reader, clear_addr, &args);
 		thread__put(args.thread);
 		/* The IP, parsed into a copy, is in the event after the identifier */
 		if (evsel->core.attr.sample_type & PERF_SAMPLE_IDENTIFIER)
@@ -526,7 +527,7 @@ int build_id_offset_mmap2__finish(struct build_id_offset_mmap2 *bm)
 	int err = ordered_events__flush(&bm->queue, OE_FLUSH__FINAL);
 
 	if (bm->nr_cleared)
-		pr_warning("%" PRIu64 " user addresses perf could not map were cleared, so that no reader maps them\n",
+		pr_warning("%zu user addresses this perf left unmapped were cleared\n",
 			   bm->nr_cleared);
 	return err;
 }

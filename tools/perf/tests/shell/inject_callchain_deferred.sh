@@ -77,7 +77,8 @@ do
     echo "perf inject ${opt}: the frames differ [Failed]"
     err=1
   else
-    echo "perf inject ${opt}: ${m} deferred callchains, $(wc -l < "${tmpdir}/out.txt") lines as recorded [Success]"
+    lines=$(wc -l < "${tmpdir}/out.txt")
+    echo "perf inject ${opt}: ${m} deferred callchains, ${lines} lines as recorded [Success]"
   fi
 done
 
