@@ -572,26 +572,28 @@ report_section() {
 	echo
 	echo "\`multilib\`, started before perf, recorded for $secs s with \`perf record -g -e cpu-clock -c 100000 -p PID\` (default) and with \`--buildid-offset --synth=no\` added; \`perf report --stdio\` and \`perf script\` of each file, $reps runs alternating: medians, per 100k samples."
 	echo
-	echo "| recording | samples | reader | wall s per 100k | peak RSS KB |"
-	echo "|---|---|---|---|---|"
+	echo "| recording | samples | perf.data KB | reader | wall s per 100k | peak RSS KB | peak RSS - perf.data KB |"
+	echo "|---|---|---|---|---|---|---|"
 	for mode in default buildid-offset; do
 		n=$(perf report -i $mode.data --stats 2>/dev/null |
 			awk '/SAMPLE events:/ { print $3; exit }')
+		kb=$(( $(stat -c %s $mode.data) / 1024 ))
 		for reader in report script; do
 			t=$(cut -d' ' -f1 $mode.$reader.t | median)
 			rss=$(cut -d' ' -f2 $mode.$reader.t | median)
-			awk -v m="$mode" -v r="$reader" -v n="$n" -v t="$t" -v rss="$rss" \
-			    'BEGIN { printf "| %s | %d | perf %s | %.3f | %d |\n", m, n, r, t * 1e5 / n, rss }'
-			echo "DATA report $mode $reader $n $t $rss" >>"$w"/data.txt
+			awk -v m="$mode" -v r="$reader" -v n="$n" -v t="$t" -v rss="$rss" -v kb="$kb" \
+			    'BEGIN { printf "| %s | %d | %d | perf %s | %.3f | %d | %d |\n", m, n, kb, r, t * 1e5 / n, rss, rss - kb }'
+			echo "DATA report $mode $reader $n $t $rss $kb" >>"$w"/data.txt
 		done
 	done
 	echo
-	awk '$1 == "DATA" && $2 == "report" { t[$3 " " $4] = $6 * 1e5 / $5; m[$3 " " $4] = $7 }
+	awk '$1 == "DATA" && $2 == "report" { t[$3 " " $4] = $6 * 1e5 / $5; m[$3 " " $4] = $7; h[$3 " " $4] = $7 - $8 }
 	     END {
 		for (r = 1; r <= 2; r++) {
 			x = r == 1 ? "report" : "script"
-			printf "perf %s: --buildid-offset %.2fx the time and %.2fx the memory of default, per 100k samples.\n",
-			       x, t["buildid-offset " x] / t["default " x], m["buildid-offset " x] / m["default " x]
+			printf "perf %s: --buildid-offset %.2fx the time, %.2fx the peak memory and %.2fx the peak memory besides the file (which perf maps) of default, per 100k samples.\n",
+			       x, t["buildid-offset " x] / t["default " x], m["buildid-offset " x] / m["default " x],
+			       h["buildid-offset " x] / h["default " x]
 		}
 	     }' "$w"/data.txt
 	echo
