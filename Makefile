@@ -160,11 +160,13 @@ mainline-selftests: mainline-kernel
 		OUTPUT=$(ML_SOBJ)/perf_events \
 		KHDR_INCLUDES="-isystem $(ML_KOBJ)/usr/include" -j$(JOBS)
 
+# With python scripting, for upstream's tests of perf script and of its
+# task-analyzer (the readers of the samples the series changes)
 mainline-perf: mainline-tree
 	@echo "mainline-perf: building $(ML_POBJ:$(REPO)/%=%)/perf"
 	@mkdir -p $(ML_POBJ)
 	@$(MAKE) -s -C $(ML_SRC)/tools/perf O=$(ML_POBJ) CC="$(KCC)" -j$(JOBS) \
-		$(ML_PERF_FLAGS) >$(ML_POBJ)/build.log 2>&1 || \
+		$(filter-out NO_LIBPYTHON=1,$(ML_PERF_FLAGS)) >$(ML_POBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(ML_POBJ)/build.log; exit 1; }
 
 # The same perf with AddressSanitizer and UndefinedBehaviorSanitizer: the
