@@ -59,7 +59,7 @@ struct build_id_offset_dso {
 };
 
 /* Build-IDs are hashes: their first bytes are as good a hash as any */
-static size_t build_id_offset__hash(long key, void *ctx __maybe_unused)
+size_t build_id_offset__hash(long key, void *ctx __maybe_unused)
 {
 	const struct build_id *bid = (const struct build_id *)key;
 	size_t hash = 0;
@@ -73,7 +73,7 @@ static bool build_id__equal(const struct build_id *a, const struct build_id *b)
 	return a->size == b->size && !memcmp(a->data, b->data, a->size);
 }
 
-static bool build_id_offset__equal(long key1, long key2, void *ctx __maybe_unused)
+bool build_id_offset__equal(long key1, long key2, void *ctx __maybe_unused)
 {
 	return build_id__equal((const struct build_id *)key1, (const struct build_id *)key2);
 }

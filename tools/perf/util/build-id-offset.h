@@ -9,6 +9,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct dso;
 struct machine;
@@ -19,6 +20,9 @@ union perf_event;
 
 int build_id_offset__insert_maps(struct machine *machine, union perf_event *event);
 bool build_id_offset__dso_is_unnamed(const struct dso *dso);
+/* A hashmap keyed by struct build_id pointers */
+size_t build_id_offset__hash(long key, void *ctx);
+bool build_id_offset__equal(long key1, long key2, void *ctx);
 void build_id_offset__exit(struct machine *machine);
 
 #endif /* __PERF_BUILD_ID_OFFSET_H */
