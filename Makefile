@@ -47,7 +47,7 @@ PERF_FLAGS := NO_LIBPYTHON=1 NO_LIBPERL=1 NO_GTK2=1 NO_SLANG=1 \
 	NO_LIBPFM4=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_SDT=1 PYTHON_WORD=python3
 
 .PHONY: all deps tree refresh series-check format-patch series-bisect kernel \
-	selftests workloads build check backport-check demo bench bench-tools \
+	selftests workloads perf-base build check backport-check demo bench bench-tools \
 	stress perf-test-survey clean distclean
 
 all: build
@@ -103,9 +103,25 @@ selftests: kernel
 workloads: $(BUILD)/.deps
 	@$(MAKE) -s -C harness/workloads OUT=$(BUILD)/obj/workloads
 
-# The 6.12 backport builds its kernel and selftests; its guest runs the
-# mainline line's perf (a perf runs on kernels older than its tree)
-build: kernel selftests mainline-build
+# perf 6.12 of the base, without the series: an older perf that must read
+# what perf inject --buildid-offset-mmap2 writes (the 6.12 guest's test)
+PBOBJ   := $(BUILD)/obj/perf-base
+BASESRC := $(BUILD)/src/base
+$(BASESRC)/.stamp: 6.12/BASE | tree
+	@rm -rf $(BASESRC) && mkdir -p $(BASESRC)
+	@git -C $(SRC) archive base tools scripts include arch/x86 arch/arm64/tools Makefile | \
+		tar -x -C $(BASESRC)
+	@touch $@
+perf-base: tree $(BASESRC)/.stamp
+	@echo "perf-base: building $(PBOBJ:$(REPO)/%=%)/perf"
+	@mkdir -p $(PBOBJ)
+	@$(MAKE) -s -C $(BASESRC)/tools/perf O=$(PBOBJ) CC="$(KCC)" -j$(JOBS) \
+		$(PERF_FLAGS) NO_RUST=1 >$(PBOBJ)/build.log 2>&1 || \
+		{ tail -n 40 $(PBOBJ)/build.log; exit 1; }
+
+# The 6.12 backport builds its kernel, selftests and base perf; its guest
+# runs the mainline line's perf (a perf runs on kernels older than its tree)
+build: kernel selftests perf-base mainline-build
 
 # The mainline series on Linux 7.3, composed and built in build/mainline:
 # the debug kernel, its perf_events selftests, perf 7.3 with the series,

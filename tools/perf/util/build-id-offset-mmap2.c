@@ -543,6 +543,33 @@ void build_id_offset_mmap2__strip_attr(struct perf_event_attr *attr)
 	attr->defer_callchain = 0;
 }
 
+/*
+ * Give @attr the size of the oldest struct perf_event_attr that holds every
+ * field it sets: a perf refuses an attribute larger than its own struct,
+ * whatever the bytes beyond hold, and the output is for older perfs.
+ */
+void build_id_offset_mmap2__shrink_attr(struct perf_event_attr *attr)
+{
+	static const u32 sizes[] = {
+		PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_VER1, PERF_ATTR_SIZE_VER2,
+		PERF_ATTR_SIZE_VER3, PERF_ATTR_SIZE_VER4, PERF_ATTR_SIZE_VER5,
+		PERF_ATTR_SIZE_VER6, PERF_ATTR_SIZE_VER7, PERF_ATTR_SIZE_VER8,
+	};
+	const u8 *bytes = (const u8 *)attr;
+	u32 used = sizeof(*attr);
+	size_t i;
+
+	while (used > PERF_ATTR_SIZE_VER0 && !bytes[used - 1])
+		used--;
+	attr->size = sizeof(*attr);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		if (used <= sizes[i]) {
+			attr->size = sizes[i];
+			break;
+		}
+	}
+}
+
 struct build_id_offset_mmap2 *build_id_offset_mmap2__new(struct perf_session *session,
 							 build_id_offset_mmap2__write_t write,
 							 void *ctx)

@@ -35,5 +35,6 @@ int build_id_offset_mmap2__round(struct build_id_offset_mmap2 *bm, u64 delivered
 int build_id_offset_mmap2__finish(struct build_id_offset_mmap2 *bm);
 
 void build_id_offset_mmap2__strip_attr(struct perf_event_attr *attr);
+void build_id_offset_mmap2__shrink_attr(struct perf_event_attr *attr);
 
 #endif /* __PERF_BUILD_ID_OFFSET_MMAP2_H */
