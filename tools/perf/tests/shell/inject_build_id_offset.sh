@@ -76,8 +76,8 @@ compare() {
   # callchains, which the converted file's does not; a perf without
   # deferred callchains (6.12) does not show it.  Compared without it.
   perf script -i "${in}" -F tid,time,ip,sym,dso 2> /dev/null > "${tmpdir}/raw"
-  sed -nE 's/^\s*([0-9a-f]+) \(cookie\) \(\[unknown\]\)$/^\\s*\1 \\[unknown\\] \\(\\[unknown\\]\\)$/p' \
-    "${tmpdir}/raw" > "${tmpdir}/cookies"
+  sed -nE 's/^\s*([0-9a-f]+) \(cookie\) \(\[unknown\]\)$/\1/p' "${tmpdir}/raw" |
+    sed 's/.*/^\\s*& \\[unknown\\] \\(\\[unknown\\]\\)$/' > "${tmpdir}/cookies"
   grep -v ' (cookie) (\[unknown\])$' "${tmpdir}/raw" > "${tmpdir}/ours" || true
   lines=$(wc -l < "${tmpdir}/ours")
   hits=$(grep -c "noploop.*$(basename "${perf_bin}")" "${tmpdir}/ours" || true)
