@@ -9,7 +9,8 @@ for the server.  Asserted: the wait is on a thread of perf record (the
 held request's tid), Ctrl-C (SIGINT) still ends the recording, perf
 record warns that naming made no progress and writes its file, perf
 report reads it (the copy shown by its build-ID, unnamed), and once the
-server goes away perf record exits 0.  Every wait has a bound far above
+server goes away perf record exits, with 0 or by re-raising the SIGINT
+that stopped it (its usual way out).  Every wait has a bound far above
 what it waits for; none is a measurement.
 
   namer-hang.py PERF
