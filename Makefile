@@ -184,6 +184,14 @@ mainline-perf: mainline-tree
 	@$(MAKE) -s -C $(ML_SRC)/tools/perf O=$(ML_POBJ) CC="$(KCC)" -j$(JOBS) \
 		$(filter-out NO_LIBPYTHON=1,$(ML_PERF_FLAGS)) >$(ML_POBJ)/build.log 2>&1 || \
 		{ tail -n 40 $(ML_POBJ)/build.log; exit 1; }
+	@# libperf's example, against that perf's libperf and libapi; the
+	@# guest gives its directory to the test as LIBPERF_EXAMPLES
+	@mkdir -p $(ML_POBJ)/libperf-examples
+	@$(KCC) -Wall -Wextra -Werror -O2 -I $(ML_SRC)/tools/lib/perf/include \
+		-I $(ML_SRC)/tools/include -I $(ML_SRC)/tools/include/uapi \
+		-o $(ML_POBJ)/libperf-examples/build_id_offset \
+		$(ML_SRC)/tools/lib/perf/Documentation/examples/build_id_offset.c \
+		$(ML_POBJ)/libperf/libperf.a $(ML_POBJ)/libapi/libapi.a
 
 # The same perf with AddressSanitizer and UndefinedBehaviorSanitizer: the
 # reader of the perf.data fuzzer's cases (harness/perf_data_fuzz.py).

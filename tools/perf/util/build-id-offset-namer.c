@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * perf record --buildid-offset: the names of the files that the
- * PERF_RECORD_BUILD_ID_OFFSET records know by build-ID only.
+ * perf record and perf top --buildid-offset: the names of the files that
+ * the PERF_RECORD_BUILD_ID_OFFSET records know by build-ID only.
  *
  * With --synth=no perf reads no task's maps, so nothing names the files
  * the samples are in: perf report would show them by build-ID unless they
  * are in the build-ID cache.  The namer finds each build-ID's file while
- * its task still maps it and hands the names to the main thread, which
- * adds them as DSOs before the header is written: the build-ID table then
- * names them and the build-ID cache gets them, as for files of MMAP
- * records.
+ * its task still maps it and hands the names to the thread that processes
+ * the records, which adds them as DSOs: perf record before the header is
+ * written (the build-ID table then names them and the build-ID cache gets
+ * them, as for files of MMAP records), perf top before each batch of
+ * records it joins with their samples.
  *
  * The namer has a dummy event of its own, on the CPUs and threads perf
  * record samples: the kernel writes every record to each defer_output
@@ -74,14 +75,13 @@ enum namer_state {
 
 struct namer_file {
 	struct build_id		bid;
-	struct list_head	node;		/* in the queue while QUEUED */
+	struct list_head	node;		/* in the queue while QUEUED, named while NAMED */
 	pid_t			pid;		/* where to look for it */
 	u64			start, end, pgoff;
 	char			*name;		/* NAMED: the path in its task */
 	struct nsinfo		*nsi;
 	int			tries;
 	enum namer_state	state;
-	bool			added;		/* to the machine's DSOs */
 };
 
 struct build_id_offset_namer {
@@ -91,6 +91,7 @@ struct build_id_offset_namer {
 	pthread_cond_t		cond;		/* progress or the end */
 	struct hashmap		*files;		/* struct build_id * -> struct namer_file * */
 	struct list_head	queue;
+	struct list_head	named;		/* NAMED, not yet added to a machine */
 	u64			progress;	/* files tried so far */
 	u64			lost;		/* records the kernel could not write */
 	bool			stop;
@@ -244,6 +245,8 @@ static void namer__name_queued(struct build_id_offset_namer *namer)
 		pthread_mutex_lock(&namer->lock);
 		f->tries++;
 		f->state = named ? NAMER_NAMED : NAMER_FAILED;
+		if (named)
+			list_add_tail(&f->node, &namer->named);
 		namer->progress++;
 		pthread_cond_broadcast(&namer->cond);
 	}
@@ -311,6 +314,7 @@ struct build_id_offset_namer *build_id_offset_namer__start(struct evlist *evlist
 	pthread_mutex_init(&namer->lock, NULL);
 	pthread_cond_init(&namer->cond, NULL);
 	INIT_LIST_HEAD(&namer->queue);
+	INIT_LIST_HEAD(&namer->named);
 	namer->files = hashmap__new(build_id_offset__hash, build_id_offset__equal, NULL);
 	namer->evlist = evlist__new();
 	if (IS_ERR_OR_NULL(namer->files) || !namer->evlist)
@@ -394,26 +398,22 @@ void build_id_offset_namer__stop(struct build_id_offset_namer *namer)
 
 /*
  * Add the files named since the last call to @machine's DSOs (a file perf
- * knows by that name gets the build-ID if it has none).  On the main
- * thread, before the header is written.
+ * knows by that name gets the build-ID if it has none), on the thread that
+ * processes the records.
  */
 int build_id_offset_namer__add_dsos(struct build_id_offset_namer *namer, struct machine *machine)
 {
-	struct hashmap_entry *cur;
-	size_t bkt;
 	int added = 0;
 
 	if (!namer)
 		return 0;
 	pthread_mutex_lock(&namer->lock);
-	hashmap__for_each_entry(namer->files, cur, bkt) {
-		struct namer_file *f = cur->pvalue;
+	while (!list_empty(&namer->named)) {
+		struct namer_file *f = list_first_entry(&namer->named, struct namer_file, node);
 		struct dso_id id = { .build_id = f->bid };
 		struct dso *dso;
 
-		if (f->state != NAMER_NAMED || f->added)
-			continue;
-		f->added = true;
+		list_del_init(&f->node);
 		dso = machine__findnew_dso_id(machine, f->name, &id);
 		if (!dso)
 			continue;
@@ -425,7 +425,8 @@ int build_id_offset_namer__add_dsos(struct build_id_offset_namer *namer, struct 
 		added++;
 	}
 	pthread_mutex_unlock(&namer->lock);
-	pr_debug("--buildid-offset: %d files named\n", added);
+	if (added)
+		pr_debug("--buildid-offset: %d files named\n", added);
 	return added;
 }
 

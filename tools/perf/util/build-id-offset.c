@@ -214,8 +214,10 @@ static struct dso *build_id_offset__findnew_dso(struct machine *machine,
  * Whether the thread already has this map: one that covers its start at
  * the same file offset, up to its end at least, of a DSO with the same
  * build-ID or of none (an MMAP2 without a build-ID names the same file).
+ * A map of a placeholder is replaced once a named DSO has the build-ID
+ * (perf top: the namer named the file since).
  */
-static bool build_id_offset__map_known(struct maps *maps,
+static bool build_id_offset__map_known(struct machine *machine, struct maps *maps,
 				       const struct perf_record_build_id_offset_map *m,
 				       const struct build_id *bid)
 {
@@ -230,6 +232,13 @@ static bool build_id_offset__map_known(struct maps *maps,
 	    m->start - map__start(map) + map__pgoff(map) == m->pgoff &&
 	    (!dso__has_build_id(dso) || build_id__equal(dso__bid(dso), bid)))
 		known = true;
+	if (known && build_id_offset__dso_is_unnamed(dso)) {
+		struct build_id_offset_dsos *index = machine->build_id_offset_dsos;
+		struct dso *found = index ? build_id_offset__find_dso(machine, index, bid) : NULL;
+
+		known = found == dso;
+		dso__put(found);
+	}
 	map__put(map);
 	return known;
 }
@@ -371,7 +380,7 @@ static int build_id_offset__insert_map(struct machine *machine, struct thread *t
 		if (!m->build_id_size || m->build_id_size > BUILD_ID_SIZE)
 			return 0;
 		build_id__init(&bid, m->build_id, m->build_id_size);
-		if (build_id_offset__map_known(thread__maps(thread), m, &bid))
+		if (build_id_offset__map_known(machine, thread__maps(thread), m, &bid))
 			return 0;
 		dso = build_id_offset__findnew_dso(machine, &bid);
 	}

@@ -10,6 +10,9 @@
 
 set -e
 
+# shellcheck source=lib/build_id_offset.sh
+. "$(dirname "$0")"/lib/build_id_offset.sh
+
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bido.XXXXX)
 perfdata="${tmpdir}/perf.data"
@@ -35,17 +38,12 @@ trap trap_cleanup EXIT TERM INT
 # by build-ID there
 export HOME="${tmpdir}"
 
-if ! out=$(perf record --buildid-offset -e cpu-clock -o /dev/null -- true 2>&1)
+if ! build_id_offset_supported "perf record --buildid-offset"
 then
-  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
-  then
-    echo "Unsupported kernel gives a clear error [Success]"
-    echo "perf record --buildid-offset [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
-    cleanup
-    exit 2
-  fi
-  echo "perf record --buildid-offset [Failed unexpected error: ${out}]"
-  exit 1
+  rc=$?
+  [ "${rc}" = 2 ] && echo "Unsupported kernel gives a clear error [Success]"
+  cleanup
+  exit ${rc}
 fi
 
 # A task older than perf: perf test -w noploop, in perf's own binary.

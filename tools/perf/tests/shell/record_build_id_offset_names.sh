@@ -11,6 +11,9 @@
 
 set -e
 
+# shellcheck source=lib/build_id_offset.sh
+. "$(dirname "$0")"/lib/build_id_offset.sh
+
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.bido_names.XXXXX)
 perfdata="${tmpdir}/perf.data"
@@ -44,17 +47,11 @@ trap trap_cleanup EXIT TERM INT
 # The build-ID cache of this test only, empty at each case
 export HOME="${tmpdir}"
 
-if ! out=$(perf record --buildid-offset -e cpu-clock -o /dev/null -- true 2>&1)
+if ! build_id_offset_supported "perf record --buildid-offset names the files"
 then
-  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
-  then
-    echo "perf record --buildid-offset names the files" \
-         "[Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
-    cleanup
-    exit 2
-  fi
-  echo "perf record --buildid-offset names the files [Failed unexpected error: ${out}]"
-  exit 1
+  rc=$?
+  cleanup
+  exit ${rc}
 fi
 
 perf_bin=$(readlink -f "$(command -v perf)")

@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# What the perf tests of --buildid-offset share.
+
+# build_id_offset_supported NAME: 0 if this kernel takes perf record
+# --buildid-offset.  Otherwise NAME's result line and its status: skipped
+# (2) on a kernel without PERF_SAMPLE_BUILD_ID_OFFSET, failed (1) on any
+# other error.
+build_id_offset_supported() {
+  local out
+
+  if out=$(perf record --buildid-offset -N -e cpu-clock -o /dev/null -- true 2>&1)
+  then
+    return 0
+  fi
+  if echo "${out}" | grep -q "does not support PERF_SAMPLE_BUILD_ID_OFFSET"
+  then
+    echo "$1 [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
+    return 2
+  fi
+  echo "$1 [Failed unexpected error: ${out}]"
+  return 1
+}
