@@ -34,7 +34,7 @@ import tempfile
 HEADER = struct.Struct("<8sQQQQQQQQ")   # magic, size, attr_size, attrs, data
 SAMPLE, CALLCHAIN_DEFERRED, BUILD_ID_OFFSET = 9, 22, 23
 FEAT_HOSTNAME = 3
-READERS = ("report", "script", "inject", "inject-mmap2", "convert")
+READERS = ("report", "script", "inject", "inject-mmap2", "convert", "pprof")
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|"
                        r"ERROR: LeakSanitizer|UndefinedBehaviorSanitizer")
 
@@ -231,6 +231,8 @@ def run_reader(perf, reader, path, work):
                          "-o", os.path.join(work, "inject.data")],
         "convert": [perf, "data", "convert", "--to-json",
                     os.path.join(work, "out.json"), "--force", "-i", path],
+        "pprof": [perf, "data", "convert", "--to-pprof",
+                  os.path.join(work, "out.pb.gz"), "--force", "-i", path],
     }[reader]
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, timeout=60,
