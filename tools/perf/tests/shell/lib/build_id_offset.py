@@ -26,10 +26,22 @@ def proc_maps(pid):
     return maps
 
 
+def comm(pid):
+    """pid's comm, "" once it is gone"""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def main():
     perf_bin, build_id = sys.argv[1], bytes.fromhex(sys.argv[2])
     work = subprocess.Popen([perf_bin, "test", "-w", "noploop", "3"])
-    time.sleep(0.5)
+    # Its maps once it spins: the workload names itself then (60 s at most)
+    end = time.time() + 60
+    while comm(work.pid) != "perf-noploop" and time.time() < end:
+        time.sleep(0.05)
     truth = proc_maps(work.pid)
     cpus = perf.cpu_map()
     threads = perf.thread_map(work.pid)
@@ -45,9 +57,8 @@ def main():
     evlist.add(evsel)
     evlist.mmap()
     samples, records, callchains = [], {}, {}
-    end = time.time() + 2
-    while time.time() < end:
-        evlist.poll(timeout=100)
+
+    def drain():
         for cpu in cpus:
             while True:
                 event = evlist.read_on_cpu(cpu, sample_id_all=1)
@@ -62,8 +73,15 @@ def main():
                     callchains[event.cookie] = [ip for ip in event.ips
                                                 if ip < 2**64 - 4095]
                     repr(event)
+
+    end = time.time() + 2
+    while time.time() < end:
+        evlist.poll(timeout=100)
+        drain()
+    # What it wrote until it was gone
     work.kill()
     work.wait()
+    drain()
 
     def mapped(ip, maps):
         """the map of maps that holds ip, checked against /proc/PID/maps"""
@@ -84,8 +102,9 @@ def main():
     print(f"{len(samples)} samples, {len(with_cookie)} with a cookie, {len(joined)} "
           f"with their record, {len(good)} in the workload's file with its build-ID; "
           f"{len(frames)} deferred user frames, {len(good_frames)} in a map of their record")
-    # The workload never sleeps: only its last entry may be cut off
-    if not with_cookie or len(joined) + 1 < len(with_cookie) or \
+    # The workload never sleeps: only its last entry (its samples share one
+    # cookie) may be cut off by the kill
+    if not with_cookie or len({s[1] for s in with_cookie if s[1] not in records}) > 1 or \
        len(good) != len(joined) or not frames or len(good_frames) != len(frames):
         return 1
     return 0
