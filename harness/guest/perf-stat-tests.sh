@@ -25,18 +25,22 @@ cd "$(dirname "$2")" || exit 1
 rc=$?
 cat "$out"
 
+# The result lines of the two cases left to chance
+hide_zero='Hide zero events stat test [Failed - metric-only command failed]'
+stat_p='stat -p test [Failed - command failed]'
+
 cases=$(grep -c '^.* test \[\(Success\|Skipped\|Failed\)' "$out")
 failed=$(grep '\[Failed' "$out" |
-	grep -v -F 'Hide zero events stat test [Failed - metric-only command failed]' |
-	grep -v -F 'stat -p test [Failed - command failed]')
+	grep -v -F "$hide_zero" |
+	grep -v -F "$stat_p")
 # stat.sh does not print why: ask perf the same
-if grep -q -F 'Hide zero events stat test [Failed - metric-only command failed]' "$out" &&
+if grep -q -F "$hide_zero" "$out" &&
    ! "$perf" stat --hide-zero-events --metric-only -e instructions,cycles true 2>&1 |
 	grep -q 'The instructions event is not supported'; then
 	failed="$failed
 hide zero: --metric-only failed for another reason than no 'instructions'"
 fi
-if grep -q -F 'stat -p test [Failed - command failed]' "$out" &&
+if grep -q -F "$stat_p" "$out" &&
    ! grep -q 'Problems finding threads of monitor' "$out"; then
 	failed="$failed
 stat -p: failed for another reason than its task being gone"
@@ -54,6 +58,5 @@ if [ -n "$failed" ]; then
 	exit 1
 fi
 echo "perf-stat-tests: every case passed or skipped; not counted:" \
-	"$(grep -c -F -e 'Hide zero events stat test [Failed - metric-only command failed]' \
-		-e 'stat -p test [Failed - command failed]' "$out") failures of the two cases left to chance"
+	"$(grep -c -F -e "$hide_zero" -e "$stat_p" "$out") failures of the two cases left to chance"
 exit 0
