@@ -21,8 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <internal/lib.h>
 
 #include "linux/compiler.h"
 #include "linux/err.h"
@@ -39,57 +37,12 @@
 #include "util/hashmap.h"
 #include "util/machine.h"
 #include "util/map.h"
+#include "util/pprof.h"
 #include "util/session.h"
 #include "util/symbol.h"
 #include "util/thread.h"
 #include "util/tool.h"
 #include "util/util.h"
-
-/* Field numbers and wire types of profile.proto */
-enum {
-	PB_VARINT	= 0,
-	PB_LEN		= 2,
-};
-
-enum {
-	PROFILE_SAMPLE_TYPE	= 1,
-	PROFILE_SAMPLE		= 2,
-	PROFILE_MAPPING		= 3,
-	PROFILE_LOCATION	= 4,
-	PROFILE_FUNCTION	= 5,
-	PROFILE_STRING_TABLE	= 6,
-	PROFILE_TIME_NANOS	= 9,
-	PROFILE_DURATION_NANOS	= 10,
-	PROFILE_PERIOD_TYPE	= 11,
-	PROFILE_PERIOD		= 12,
-	PROFILE_COMMENT		= 13,
-};
-
-enum { VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2 };
-enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
-enum { LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3 };
-
-enum {
-	MAPPING_ID		= 1,
-	MAPPING_MEMORY_START	= 2,
-	MAPPING_MEMORY_LIMIT	= 3,
-	MAPPING_FILE_OFFSET	= 4,
-	MAPPING_FILENAME	= 5,
-	MAPPING_BUILD_ID	= 6,
-	MAPPING_HAS_FUNCTIONS	= 7,
-};
-
-enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4 };
-enum { LINE_FUNCTION_ID = 1 };
-enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
-
-/* A message being encoded; err is set once an allocation failed */
-struct pb_buf {
-	u8	*data;
-	size_t	len;
-	size_t	size;
-	bool	err;
-};
 
 struct pprof_mapping {
 	u64		id;
@@ -126,10 +79,7 @@ struct pprof_sample {
 struct convert_pprof {
 	struct perf_tool	tool;
 	struct perf_session	*session;
-	/* The string table: strings[i] is string i, "" is 0 */
-	struct hashmap		*string_ids;
-	char			**strings;
-	size_t			nr_strings;
+	struct pprof_writer	w;
 	struct hashmap		*mappings;
 	struct hashmap		*locations;
 	struct hashmap		*functions;
@@ -151,177 +101,14 @@ struct convert_pprof {
 	u64			last_time;
 	u64			nr_samples;
 	u64			nr_unresolved;
+	/* Set once an allocation failed */
 	bool			err;
-	/* The gzip stream */
-	z_stream		zs;
-	int			fd;
-	u8			out[65536];
-	u64			out_size;
 };
 
-static void pb_reserve(struct pb_buf *b, size_t more)
-{
-	size_t size;
-	u8 *data;
-
-	if (b->err || b->len + more <= b->size)
-		return;
-	size = b->size ? b->size : 256;
-	while (size < b->len + more)
-		size *= 2;
-	data = realloc(b->data, size);
-	if (!data) {
-		b->err = true;
-		return;
-	}
-	b->data = data;
-	b->size = size;
-}
-
-static size_t pb_varint_len(u64 v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void pb_varint(struct pb_buf *b, u64 v)
-{
-	pb_reserve(b, 10);
-	if (b->err)
-		return;
-	while (v >= 0x80) {
-		b->data[b->len++] = (v & 0x7f) | 0x80;
-		v >>= 7;
-	}
-	b->data[b->len++] = v;
-}
-
-static void pb_key(struct pb_buf *b, int field, int wire)
-{
-	pb_varint(b, (u64)field << 3 | wire);
-}
-
-/* A varint field; 0 is the default, so it is left out */
-static void pb_u64(struct pb_buf *b, int field, u64 v)
-{
-	if (!v)
-		return;
-	pb_key(b, field, PB_VARINT);
-	pb_varint(b, v);
-}
-
-static void pb_bytes(struct pb_buf *b, int field, const void *data, size_t len)
-{
-	pb_key(b, field, PB_LEN);
-	pb_varint(b, len);
-	pb_reserve(b, len);
-	if (b->err)
-		return;
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-}
-
-/* A packed repeated varint field */
-static void pb_packed(struct pb_buf *b, int field, const u64 *v, size_t n)
-{
-	size_t i, len = 0;
-
-	if (!n)
-		return;
-	for (i = 0; i < n; i++)
-		len += pb_varint_len(v[i]);
-	pb_key(b, field, PB_LEN);
-	pb_varint(b, len);
-	for (i = 0; i < n; i++)
-		pb_varint(b, v[i]);
-}
-
-/* Compresses @len bytes of @data into the output file */
-static int pprof__deflate(struct convert_pprof *c, const void *data, size_t len, int flush)
-{
-	ssize_t n;
-	int ret;
-
-	c->zs.next_in = (Bytef *)data;
-	c->zs.avail_in = len;
-	do {
-		c->zs.next_out = c->out;
-		c->zs.avail_out = sizeof(c->out);
-		ret = deflate(&c->zs, flush);
-		if (ret == Z_STREAM_ERROR)
-			return -EINVAL;
-		n = sizeof(c->out) - c->zs.avail_out;
-		if (n && writen(c->fd, c->out, n) != n)
-			return -errno;
-		c->out_size += n;
-	} while (c->zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
-	return 0;
-}
-
-/* Writes @msg as field @field of the profile and empties it */
-static int pprof__write_field(struct convert_pprof *c, int field, struct pb_buf *msg)
-{
-	struct pb_buf head = { .len = 0 };
-	int ret;
-
-	pb_key(&head, field, PB_LEN);
-	pb_varint(&head, msg->len);
-	if (head.err || msg->err) {
-		free(head.data);
-		return -ENOMEM;
-	}
-	ret = pprof__deflate(c, head.data, head.len, Z_NO_FLUSH);
-	free(head.data);
-	if (!ret)
-		ret = pprof__deflate(c, msg->data, msg->len, Z_NO_FLUSH);
-	msg->len = 0;
-	return ret;
-}
-
-static size_t str_hash_fn(long key, void *ctx __maybe_unused)
-{
-	return str_hash((const char *)key);
-}
-
-static bool str_equal_fn(long key1, long key2, void *ctx __maybe_unused)
-{
-	return !strcmp((const char *)key1, (const char *)key2);
-}
-
-/* The index of @s in the string table, added if new; 0 on error */
+/* The index of @s in the profile's string table; 0 on error */
 static u64 pprof__string(struct convert_pprof *c, const char *s)
 {
-	char **strings;
-	long id;
-	char *dup;
-
-	if (!s || !*s)
-		return 0;
-	if (hashmap__find(c->string_ids, s, &id))
-		return id;
-	strings = realloc(c->strings, (c->nr_strings + 1) * sizeof(*strings));
-	dup = strdup(s);
-	if (!strings || !dup) {
-		if (strings)
-			c->strings = strings;
-		free(dup);
-		c->err = true;
-		return 0;
-	}
-	c->strings = strings;
-	id = c->nr_strings;
-	if (hashmap__add(c->string_ids, dup, id)) {
-		free(dup);
-		c->err = true;
-		return 0;
-	}
-	c->strings[c->nr_strings++] = dup;
-	return id;
+	return pprof_writer__string(&c->w, s);
 }
 
 static size_t mapping_hash(long key, void *ctx __maybe_unused)
@@ -687,7 +474,7 @@ static int pprof__write(struct convert_pprof *c)
 			pb_bytes(&msg, SAMPLE_LABEL, sub.data, sub.len);
 			sub.len = 0;
 		}
-		ret = pprof__write_field(c, PROFILE_SAMPLE, &msg);
+		ret = pprof_writer__write_field(&c->w, PROFILE_SAMPLE, &msg);
 		if (ret)
 			goto out;
 	}
@@ -715,7 +502,7 @@ static int pprof__write(struct convert_pprof *c)
 		    build_id__snprintf(dso__bid(m->dso), bid, sizeof(bid)) > 0)
 			pb_u64(&msg, MAPPING_BUILD_ID, pprof__string(c, bid));
 		pb_u64(&msg, MAPPING_HAS_FUNCTIONS, m->nr_unnamed == 0);
-		ret = pprof__write_field(c, PROFILE_MAPPING, &msg);
+		ret = pprof_writer__write_field(&c->w, PROFILE_MAPPING, &msg);
 		if (ret)
 			goto out;
 	}
@@ -731,7 +518,7 @@ static int pprof__write(struct convert_pprof *c)
 			pb_bytes(&msg, LOCATION_LINE, sub.data, sub.len);
 			sub.len = 0;
 		}
-		ret = pprof__write_field(c, PROFILE_LOCATION, &msg);
+		ret = pprof_writer__write_field(&c->w, PROFILE_LOCATION, &msg);
 		if (ret)
 			goto out;
 	}
@@ -742,7 +529,7 @@ static int pprof__write(struct convert_pprof *c)
 		pb_u64(&msg, FUNCTION_ID, f->id);
 		pb_u64(&msg, FUNCTION_NAME, f->name);
 		pb_u64(&msg, FUNCTION_SYSTEM_NAME, f->name);
-		ret = pprof__write_field(c, PROFILE_FUNCTION, &msg);
+		ret = pprof_writer__write_field(&c->w, PROFILE_FUNCTION, &msg);
 		if (ret)
 			goto out;
 	}
@@ -762,13 +549,10 @@ static int pprof__write(struct convert_pprof *c)
 	}
 	pb_u64(&top, PROFILE_COMMENT, pprof__string(c, "perf data convert --to-pprof"));
 
-	/* The string table last: the fields above added to it */
-	for (i = 0; i < c->nr_strings && !c->err; i++)
-		pb_bytes(&top, PROFILE_STRING_TABLE, c->strings[i], strlen(c->strings[i]));
 	ret = -ENOMEM;
-	if (top.err || msg.err || sub.err || c->err)
+	if (msg.err || sub.err || c->err)
 		goto out;
-	ret = pprof__deflate(c, top.data, top.len, Z_FINISH);
+	ret = pprof_writer__finish(&c->w, &top);
 out:
 	free(top.data);
 	free(msg.data);
@@ -782,7 +566,7 @@ out:
 static void pprof__exit(struct convert_pprof *c)
 {
 	struct hashmap_entry *cur;
-	size_t bkt, i;
+	size_t bkt;
 
 	if (!IS_ERR_OR_NULL(c->samples)) {
 		hashmap__for_each_entry(c->samples, cur, bkt) {
@@ -812,32 +596,20 @@ static void pprof__exit(struct convert_pprof *c)
 		}
 		hashmap__free(c->mappings);
 	}
-	hashmap__free(c->string_ids);
-	for (i = 0; i < c->nr_strings; i++)
-		free(c->strings[i]);
-	free(c->strings);
+	pprof_writer__exit(&c->w);
 	free(c->stack);
 	free(c->evsel_samples);
 }
 
 static int pprof__init(struct convert_pprof *c)
 {
-	c->string_ids = hashmap__new(str_hash_fn, str_equal_fn, NULL);
 	c->mappings = hashmap__new(mapping_hash, mapping_equal, NULL);
 	c->locations = hashmap__new(location_hash, location_equal, NULL);
 	c->functions = hashmap__new(function_hash, function_equal, NULL);
 	c->samples = hashmap__new(sample_hash, sample_equal, NULL);
-	if (IS_ERR(c->string_ids) || IS_ERR(c->mappings) || IS_ERR(c->locations) ||
-	    IS_ERR(c->functions) || IS_ERR(c->samples))
+	if (IS_ERR(c->mappings) || IS_ERR(c->locations) || IS_ERR(c->functions) ||
+	    IS_ERR(c->samples))
 		return -ENOMEM;
-	/* String 0 is "" */
-	c->strings = calloc(1, sizeof(*c->strings));
-	if (!c->strings)
-		return -ENOMEM;
-	c->strings[0] = strdup("");
-	if (!c->strings[0])
-		return -ENOMEM;
-	c->nr_strings = 1;
 	return 0;
 }
 
@@ -845,15 +617,13 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 			   struct perf_data_convert_opts *opts)
 {
 	struct perf_session *session;
-	struct convert_pprof c = {
-		.fd = -1,
-	};
+	struct convert_pprof c = {};
 	struct perf_data data = {
 		.mode = PERF_DATA_MODE_READ,
 		.path = path,
 		.force = opts->force,
 	};
-	int ret = -1;
+	int fd = -1, ret = -1;
 
 	perf_tool__init(&c.tool, /*ordered_events=*/true);
 	c.tool.sample         = process_sample_event;
@@ -888,8 +658,8 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 		goto out;
 	}
 
-	c.fd = open(output_name, O_CREAT | O_WRONLY | (opts->force ? O_TRUNC : O_EXCL), 0666);
-	if (c.fd == -1) {
+	fd = open(output_name, O_CREAT | O_WRONLY | (opts->force ? O_TRUNC : O_EXCL), 0666);
+	if (fd == -1) {
 		if (errno == EEXIST)
 			pr_err("Output file exists. Use --force to overwrite it.\n");
 		else
@@ -897,9 +667,7 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 		goto out;
 	}
 
-	/* windowBits 15 + 16: a gzip header and trailer */
-	if (deflateInit2(&c.zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (pprof_writer__init(&c.w, fd)) {
 		pr_err("Cannot start the gzip stream.\n");
 		goto out;
 	}
@@ -907,7 +675,7 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 	session = perf_session__new(&data, &c.tool);
 	if (IS_ERR(session)) {
 		pr_err("Error creating perf session!\n");
-		goto out_deflate;
+		goto out;
 	}
 	c.session = session;
 	/* The sample values are sized from the attrs, read before any event */
@@ -950,7 +718,7 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 	fprintf(stderr,
 		"[ perf data convert: Converted and wrote %.3f MB (%" PRIu64 " samples, %"
 		PRIu64 " mappings, %" PRIu64 " locations, %" PRIu64 " functions) ]\n",
-		c.out_size / 1024.0 / 1024.0, c.nr_samples, c.nr_mappings, c.nr_locations,
+		c.w.out_size / 1024.0 / 1024.0, c.nr_samples, c.nr_mappings, c.nr_locations,
 		c.nr_functions);
 	if (c.nr_unresolved)
 		pr_warning("%" PRIu64 " samples of no known thread were left out.\n",
@@ -958,15 +726,13 @@ int bt_convert__perf2pprof(const char *path, const char *output_name,
 
 out_session:
 	perf_session__delete(session);
-out_deflate:
-	deflateEnd(&c.zs);
 out:
-	if (c.fd >= 0 && close(c.fd) && !ret) {
+	if (fd >= 0 && close(fd) && !ret) {
 		pr_err("Error writing '%s': %s\n", output_name, strerror(errno));
 		ret = -1;
 	}
 	/* No half-written profile left for a backend to take */
-	if (ret && c.fd >= 0)
+	if (ret && fd >= 0)
 		unlink(output_name);
 	pprof__exit(&c);
 	return ret;

@@ -46,11 +46,12 @@ perf test -w noploop 300 &
 wpid=$!
 perf_bin=$(readlink -f "$(command -v perf)")
 perf_bid=$(perf buildid-list -i "${perf_bin}")
-# The task runs perf once it has execed
-while [ "$(readlink -f "/proc/${wpid}/exe")" != "${perf_bin}" ]
-do
-  sleep 0.1
-done
+if ! wait_noploop "${wpid}"
+then
+  echo "perf data convert --to-pprof [Failed the workload did not start]"
+  cleanup
+  exit 1
+fi
 cat "/proc/${wpid}/maps" > "${tmpdir}/maps"
 
 # convert NAME ARGS...: record 2 s of the task with ARGS, convert, check
@@ -89,9 +90,14 @@ convert() {
 }
 
 convert "pprof of a recording with the task's MMAP records"
-if build_id_offset_supported "pprof of a --buildid-offset --synth=no recording"
+rc=0
+build_id_offset_supported "pprof of a --buildid-offset --synth=no recording" || rc=$?
+if [ "${rc}" = 0 ]
 then
   convert "pprof of a --buildid-offset --synth=no recording" --buildid-offset --synth=no
+elif [ "${rc}" = 1 ]
+then
+  err=1
 fi
 
 # A pipe has no size for the profile's header to come from the end: refused

@@ -11,6 +11,9 @@
 
 set -e
 
+# shellcheck source=lib/build_id_offset.sh
+. "$(dirname "$0")"/lib/build_id_offset.sh
+
 err=0
 tmpdir=$(mktemp -d /tmp/__perf_test.inject_bido.XXXXX)
 wpid=
@@ -34,16 +37,23 @@ trap trap_cleanup EXIT TERM INT
 # The build-ID cache of this test only: files are found by build-ID there
 export HOME="${tmpdir}"
 
-if ! perf record --buildid-offset -e cpu-clock -o /dev/null -- true > /dev/null 2>&1
+rc=0
+build_id_offset_supported "perf inject --buildid-offset-mmap2" || rc=$?
+if [ "${rc}" != 0 ]
 then
-  echo "perf inject --buildid-offset-mmap2 [Skipped kernel has no PERF_SAMPLE_BUILD_ID_OFFSET]"
   cleanup
-  exit 2
+  exit ${rc}
 fi
 
 # A task older than perf, whose samples resolve through their records only
 perf test -w noploop 300 &
 wpid=$!
+if ! wait_noploop "${wpid}"
+then
+  echo "perf inject --buildid-offset-mmap2 [Failed the workload did not start]"
+  cleanup
+  exit 1
+fi
 perf_bin=$(readlink -f "/proc/${wpid}/exe")
 # Every file of its code, so that both readers name and read them from
 # the build-ID cache (a perf without 'perf symbols: Take no PLT symbols

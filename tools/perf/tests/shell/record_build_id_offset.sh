@@ -38,9 +38,10 @@ trap trap_cleanup EXIT TERM INT
 # by build-ID there
 export HOME="${tmpdir}"
 
-if ! build_id_offset_supported "perf record --buildid-offset"
+rc=0
+build_id_offset_supported "perf record --buildid-offset" || rc=$?
+if [ "${rc}" != 0 ]
 then
-  rc=$?
   [ "${rc}" = 2 ] && echo "Unsupported kernel gives a clear error [Success]"
   cleanup
   exit ${rc}
@@ -49,6 +50,12 @@ fi
 # A task older than perf: perf test -w noploop, in perf's own binary.
 perf test -w noploop 300 &
 wpid=$!
+if ! wait_noploop "${wpid}"
+then
+  echo "perf record --buildid-offset [Failed the workload did not start]"
+  cleanup
+  exit 1
+fi
 perf_bin=$(readlink -f "/proc/${wpid}/exe")
 perf_bid=$(perf buildid-list -i "${perf_bin}")
 

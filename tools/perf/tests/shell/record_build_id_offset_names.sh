@@ -31,6 +31,17 @@ stop_workload() {
   fi
 }
 
+# start_workload NAME: the workload, in its loop
+start_workload() {
+  perf test -w noploop 300 &
+  wpid=$!
+  wait_noploop "${wpid}" && return 0
+  echo "$1 [Failed the workload did not start]"
+  err=1
+  stop_workload
+  return 1
+}
+
 cleanup() {
   stop_workload
   umount "${tmpdir}/ns" 2> /dev/null || true
@@ -47,9 +58,10 @@ trap trap_cleanup EXIT TERM INT
 # The build-ID cache of this test only, empty at each case
 export HOME="${tmpdir}"
 
-if ! build_id_offset_supported "perf record --buildid-offset names the files"
+rc=0
+build_id_offset_supported "perf record --buildid-offset names the files" || rc=$?
+if [ "${rc}" != 0 ]
 then
-  rc=$?
   cleanup
   exit ${rc}
 fi
@@ -121,8 +133,7 @@ named() {
 test_named() {
   local name="Files of a task older than perf are named and cached"
 
-  perf test -w noploop 300 &
-  wpid=$!
+  start_workload "${name}" || return 0
   record "${name}" || { stop_workload; return 0; }
   stop_workload
   named "${name}" "${perf_bin}"
@@ -132,8 +143,7 @@ test_named() {
 test_no_cache() {
   local name="With --no-buildid-cache nothing is named"
 
-  perf test -w noploop 300 &
-  wpid=$!
+  start_workload "${name}" || return 0
   record "${name}" -N || { stop_workload; return 0; }
   stop_workload
   if [ -n "$(cached "${perf_bid}")" ] ||
@@ -178,6 +188,13 @@ test_mount_namespace() {
   if [ -e "${ns_bin}" ]
   then
     echo "${name} [Failed ${ns_bin} is visible outside the namespace]"
+    err=1
+    stop_workload
+    return
+  fi
+  if ! wait_noploop "${wpid}"
+  then
+    echo "${name} [Failed the workload did not start]"
     err=1
     stop_workload
     return

@@ -8,7 +8,7 @@
 # file to the end.  The test asks for one switch at least before the
 # last file (each switch reads every task again, as long as the start-up
 # took, so there is time for few).  Four processes with 20,000
-# executable mappings each make the start-up long (with 60,000 each it
+# executable mappings each (perf test -w manymaps) make the start-up long (with 60,000 each it
 # lasted 82 s in a debug kernel under TCG); where it takes less than
 # 2.5 s from perf's start to the workload's (perf's own set-up before it
 # arms the alarm takes up to 1.5 s under TCG), the test cannot tell and
@@ -47,45 +47,9 @@ then
   exit 2
 fi
 
-cat > "${dir}/mapper.c" << 'EOF'
-#include <stdio.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-/*
- * Map the pages of a file executable, each at an address of its own whose
- * neighbours hold no adjacent page of the file (odd pages readable, even
- * ones not), so that no two mappings merge, then wait to be killed
- */
-int main(int argc, char **argv)
-{
-	long page = sysconf(_SC_PAGESIZE), n = 20000, i;
-	FILE *f = fopen(argv[1], "w+");
-
-	if (!f || ftruncate(fileno(f), n * page))
-		return 1;
-	for (i = 0; i < n; i++)
-		if (mmap(NULL, page, PROT_EXEC | (i % 2 ? PROT_READ : 0),
-			 MAP_PRIVATE, fileno(f), i * page) == MAP_FAILED)
-			return 1;
-	printf("ready\n");
-	fflush(stdout);
-	pause();
-	return 0;
-}
-EOF
-cc=${CC:-cc}
-if ! command -v "${cc}" > /dev/null ||
-   ! "${cc}" -O1 -o "${dir}/mapper" "${dir}/mapper.c"
-then
-  echo "${name} [Skipped cannot build the workload]"
-  cleanup
-  exit 2
-fi
-
 for i in 1 2 3 4
 do
-  "${dir}/mapper" "${dir}/pages${i}" >> "${dir}/mapper.out" &
+  perf test -w manymaps "${dir}/pages${i}" >> "${dir}/mapper.out" &
   mappers+=($!)
 done
 for _ in $(seq 600)

@@ -44,6 +44,12 @@ export HOME="${tmpdir}"
 cp "$(readlink -f "$(command -v perf)")" "${tmpdir}/topload"
 "${tmpdir}/topload" test -w noploop 300 &
 wpid=$!
+if ! wait_noploop "${wpid}"
+then
+  echo "perf top --buildid-offset [Failed the workload did not start]"
+  cleanup
+  exit 1
+fi
 
 # stdin: a FIFO nobody writes to, so that perf top reads no key.  Not a
 # terminal: the width comes from COLUMNS, wide enough for a build-ID.

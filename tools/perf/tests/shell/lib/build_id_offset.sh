@@ -21,3 +21,19 @@ build_id_offset_supported() {
   echo "$1 [Failed unexpected error: ${out}]"
   return 1
 }
+
+# wait_noploop PID: wait until task PID, started as 'perf test -w noploop',
+# is in its loop (it names itself perf-noploop first; before, it runs the
+# shell, then ld.so and perf's start-up).  1 if it exited, or is not there
+# in 120 s.
+wait_noploop() {
+  local end=$((SECONDS + 120))
+
+  while [ "$(cat "/proc/$1/comm" 2> /dev/null)" != perf-noploop ]; do
+    if [ ! -d "/proc/$1" ] || [ "${SECONDS}" -ge "${end}" ]
+    then
+      return 1
+    fi
+    sleep 0.05
+  done
+}
