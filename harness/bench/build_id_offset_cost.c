@@ -6,16 +6,22 @@
  * ring buffer as a profiler would:
  *
  *   none      no event
- *   g         cpu-clock, IP + TID + TIME + CALLCHAIN (perf record -g)
- *   g+bido    and PERF_SAMPLE_BUILD_ID_OFFSET, no receiving event: the
- *             sampling side and the deferred unwind, no record built
- *   g+bido+rx and defer_output: records built and written; samples may
- *             name the task's last record
+ *   ip        cpu-clock, IP + TID + TIME (perf record without -g)
+ *   ip+bido+rx and PERF_SAMPLE_BUILD_ID_OFFSET with a receiving
+ *             (defer_output) event: perf record --buildid-offset
+ *   g         IP + TID + TIME + CALLCHAIN, frame pointers read in the
+ *             interrupt (perf record -g)
+ *   g+bido    and the sample bit, no receiving event: the sampling side
+ *             and the deferred unwind, no record built
+ *   g+bido+rx and defer_output: records built and written (perf record
+ *             -g --buildid-offset)
  *   defer     fp,defer (upstream's deferred callchains): the user frames
  *             in PERF_RECORD_CALLCHAIN_DEFERRED, no sample bit
  *   defer+bido+rx fp,defer with the sample bit (perf record
- *             --buildid-offset -g): both records per kernel entry, from
- *             one walk
+ *             --call-graph fp,defer --buildid-offset): both records per
+ *             kernel entry, from one walk
+ *   dwarf     user registers and 8 KB of user stack (--call-graph dwarf)
+ *   dwarf+bido+rx and the sample bit with a receiving event
  *
  * Two workloads: "warm" calls into one shared object, so the task's
  * records can name its last one; "cold" calls into NLIBS copies of it in
@@ -73,14 +79,38 @@
 #endif
 
 enum mode {
-	M_NONE, M_G, M_BIDO, M_RX, M_DEFER, M_DEFER_RX, NR_MODES
+	M_NONE, M_IP, M_IP_RX, M_G, M_BIDO, M_RX, M_DEFER, M_DEFER_RX,
+	M_DWARF, M_DWARF_RX, NR_MODES
 };
-static const char * const mode_name[] = {
-	"none", "-g", "-g + sample bit, no receiver",
-	"-g + sample bit + defer_output",
-	"fp,defer (deferred callchains only)",
-	"fp,defer + sample bit + defer_output",
+
+/* What each mode asks of the event */
+static const struct {
+	const char *name;
+	bool callchain;		/* PERF_SAMPLE_CALLCHAIN, user only */
+	bool defer;		/* ... deferred (attr.defer_callchain) */
+	bool dwarf;		/* user registers and stack */
+	bool bit;		/* PERF_SAMPLE_BUILD_ID_OFFSET */
+	bool rx;		/* attr.defer_output: records written */
+} modes[NR_MODES] = {
+	[M_NONE]	= { "none" },
+	[M_IP]		= { "IP only" },
+	[M_IP_RX]	= { "IP + sample bit + defer_output", .bit = true, .rx = true },
+	[M_G]		= { "-g", .callchain = true },
+	[M_BIDO]	= { "-g + sample bit, no receiver", .callchain = true, .bit = true },
+	[M_RX]		= { "-g + sample bit + defer_output", .callchain = true,
+			    .bit = true, .rx = true },
+	[M_DEFER]	= { "fp,defer (deferred callchains only)", .callchain = true,
+			    .defer = true, .rx = true },
+	[M_DEFER_RX]	= { "fp,defer + sample bit + defer_output", .callchain = true,
+			    .defer = true, .bit = true, .rx = true },
+	[M_DWARF]	= { "dwarf", .dwarf = true },
+	[M_DWARF_RX]	= { "dwarf + sample bit + defer_output", .dwarf = true,
+			    .bit = true, .rx = true },
 };
+
+/* perf record's x86-64 user registers for dwarf: all but the segment ones */
+#define DWARF_REGS	0xff0fffULL
+#define DWARF_STACK	8192
 
 /* Program frames above the shared object's: 16 user frames in all */
 #define D_FRAMES	11
@@ -179,7 +209,7 @@ static uint64_t user_frames(const char *data, uint64_t size, uint64_t off)
 }
 
 static void drain(struct perf_event_mmap_page *pg, uint64_t size,
-		  struct run *r)
+		  struct run *r, bool callchain)
 {
 	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = pg->data_tail;
@@ -192,7 +222,8 @@ static void drain(struct perf_event_mmap_page *pg, uint64_t size,
 		if (h->type == PERF_RECORD_SAMPLE) {
 			r->samples++;
 			r->sample_bytes += h->size;
-			r->user_frames += user_frames(data, size, tail);
+			if (callchain)
+				r->user_frames += user_frames(data, size, tail);
 		} else if (h->type == PERF_RECORD_BUILD_ID_OFFSET) {
 			/* pid and tid, cookie, then nr and flags */
 			r->records++;
@@ -233,18 +264,26 @@ static int one_run(enum mode mode, int n, struct run *r)
 		attr.config = PERF_COUNT_SW_CPU_CLOCK;
 		attr.sample_period = period;
 		attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-				   PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
-		attr.exclude_callchain_kernel = 1;
+				   PERF_SAMPLE_TIME;
 		attr.sample_id_all = 1;
-		if (mode >= M_BIDO && mode != M_DEFER)
+		if (modes[mode].callchain) {
+			attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+			attr.exclude_callchain_kernel = 1;
+		}
+		if (modes[mode].dwarf) {
+			attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			attr.sample_regs_user = DWARF_REGS;
+			attr.sample_stack_user = DWARF_STACK;
+		}
+		if (modes[mode].bit)
 			attr.sample_type |= PERF_SAMPLE_BUILD_ID_OFFSET;
-		attr.defer_output = mode >= M_RX;
-		attr.defer_callchain = mode >= M_DEFER;
+		attr.defer_output = modes[mode].rx;
+		attr.defer_callchain = modes[mode].defer;
 		fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1,
 			     PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			fprintf(stderr, "build_id_offset_cost: perf_event_open (%s): %s\n",
-				mode_name[mode], strerror(errno));
+				modes[mode].name, strerror(errno));
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			return -1;
@@ -258,11 +297,11 @@ static int one_run(enum mode mode, int n, struct run *r)
 		return -1;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
 		if (pg)
-			drain(pg, size, r);
+			drain(pg, size, r, modes[mode].callchain);
 		usleep(10000);
 	}
 	if (pg) {
-		drain(pg, size, r);
+		drain(pg, size, r, modes[mode].callchain);
 		munmap(pg, size + page);
 		close(fd);
 	}
@@ -421,7 +460,7 @@ int main(int argc, char **argv)
 			r = median_run(runs[m], med[m]);
 			bytes[l][m] = *r;
 			printf("| %s | %s | %.3f | %.3f-%.3f | %+.1f%% |",
-			       loads[l].name, mode_name[m], shown(med[m]),
+			       loads[l].name, modes[m].name, shown(med[m]),
 			       shown(cpu[0]), shown(cpu[reps - 1]),
 			       100 * (med[m] / med[M_NONE] - 1));
 			if (m != M_NONE && r->samples)
@@ -446,23 +485,28 @@ int main(int argc, char **argv)
 		       (med[M_DEFER_RX] - med[M_NONE]) / (med[M_G] - med[M_NONE]),
 		       (med[M_DEFER_RX] - med[M_NONE]) /
 		       (med[M_DEFER] - med[M_NONE]));
+		printf("| %s | IP + sample bit against IP only; dwarf + sample bit against dwarf | %.2f; %.2f | | | | | | |\n",
+		       loads[l].name,
+		       (med[M_IP_RX] - med[M_NONE]) / (med[M_IP] - med[M_NONE]),
+		       (med[M_DWARF_RX] - med[M_NONE]) /
+		       (med[M_DWARF] - med[M_NONE]));
 	}
 
 	printf("\nBytes per sample in the ring buffer (the median run of each mode; inline: the same samples with each user frame as a 32-byte build-ID + offset entry, as BPF build-ID stacks have them, instead of an 8-byte address and a cookie):\n\n");
 	printf("| workload | mode | samples | user frames/sample | sample B | record B/sample | total B/sample | stack B/sample | inline stack B/sample | ours/inline (stack) | ours/inline (total) |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (l = 0; l < 2; l++) {
-		for (m = M_G; m < NR_MODES; m++) {
+		for (m = M_IP; m < NR_MODES; m++) {
 			const struct run *r = &bytes[l][m];
 			double ns = r->samples ? r->samples : 1;
-			bool defer = m >= M_DEFER;
+			bool defer = modes[m].defer;
 			/* Deferred: the frames of a sample are its entry's */
 			double fr = defer ? (double)r->deferred_frames /
 					    (r->deferred ? r->deferred : 1) :
 				    r->user_frames / ns;
 			/* The sample's user part: its frames, or marker + cookie */
 			double own = defer ? 16 : 8 * fr;
-			double cookie = m >= M_BIDO && m != M_DEFER ? 8 : 0;
+			double cookie = modes[m].bit ? 8 : 0;
 			double rec = r->record_bytes / ns;
 			double tot = r->sample_bytes / ns + rec;
 			double stack = own + cookie + rec;
@@ -471,8 +515,16 @@ int main(int argc, char **argv)
 
 			if (m == M_BIDO)
 				continue;
+			if (!modes[m].callchain) {
+				/* No frames: no stack columns */
+				printf("| %s | %s | %llu | - | %.1f | %.1f | %.1f | - | - | - | - |\n",
+				       loads[l].name, modes[m].name,
+				       (unsigned long long)r->samples,
+				       r->sample_bytes / ns, rec, tot);
+				continue;
+			}
 			printf("| %s | %s | %llu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n",
-			       loads[l].name, mode_name[m],
+			       loads[l].name, modes[m].name,
 			       (unsigned long long)r->samples, fr,
 			       r->sample_bytes / ns, rec, tot, stack, inl,
 			       100 * stack / inl, 100 * tot / inl_tot);

@@ -25,7 +25,10 @@ startup() {
 		"$(stat -c %s startup.data)"
 }
 
-echo "# start-up, perf record -a -- true, $(ls /proc | grep -c '^[0-9]') tasks:"
+echo "# Start-up: how long perf record -a takes before it can sample, and"
+echo "# what it writes for that, on this guest's $(ls /proc | grep -c '^[0-9]') tasks"
+echo "# (perf record -a -- true: all start-up and tear-down).  Default perf"
+echo "# reads every mapping of every task from /proc; --synth=no reads none."
 echo "#   default:                          $(startup)"
 echo "#   --buildid-offset --synth=no:     $(startup --buildid-offset --synth=no)"
 
@@ -38,8 +41,13 @@ for mode in default buildid-offset; do
 	echo
 	echo "# $label -e cpu-clock -- ./multilib 2"
 	perf record -q -g -e cpu-clock "${opts[@]}" -o $mode.data -- ./multilib 2
-	echo "# perf.data: $(stat -c %s $mode.data) bytes"
-	echo "# perf report --stdio --no-children --sort dso,sym"
+	samples=$(perf report --stats -i $mode.data 2>/dev/null |
+		  awk '/SAMPLE events:/ { print $3; exit }')
+	bytes=$(stat -c %s $mode.data)
+	echo "# perf.data: $bytes bytes, ${samples:-0} samples," \
+	     "$((bytes / (${samples:-0} > 0 ? samples : 1))) bytes per sample"
+	echo "# perf report --stdio --no-children --sort dso,sym (the workload's functions,"
+	echo "# resolved by file; the same functions and shares both ways)"
 	perf report -i $mode.data --stdio --no-children --sort dso,sym \
 		--percent-limit 2 2>/dev/null | grep -v '^$' | grep -v '^#' |
 		head -n 20
@@ -52,4 +60,7 @@ for mode in default buildid-offset; do
 	done
 done
 echo
+echo "# multilib's loops: the work it did in its 2 s; fewer loops with an option"
+echo "# are what that option's profiling cost the workload (this guest emulates"
+echo "# the CPU: the ratio transfers to hardware, not the times)."
 echo "# demo: user symbols of the program and both libraries resolved, both ways"

@@ -1,30 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests for deferred user-space unwinding (deferred.c) and the
- * frame-pointer user unwinder (user.c).
+ * KUnit tests for deferred user-space unwinding (deferred.c).
  *
- * KUnit runs at boot in kernel threads, before there is any user space, so
- * the tests make their own user memory and their own user tasks:
- *
- * - kunit_vm_mmap() gives the test thread an mm and maps a few pages at a
- *   fixed address below 4 GiB.  The tests write frame chains there with
- *   copy_to_user(), so the unwinder reads them with the same get_user() it
- *   uses on a real stack.
- * - user_mode_thread() makes a child without PF_KTHREAD that shares that
- *   mm.  The child points its saved user registers (task_pt_regs()) at a
- *   frame chain, and from then on the framework sees a user task in a
- *   syscall.  The child never returns to user space: where the entry code
- *   would run the exit work and then exit_to_user_mode(), it calls
- *   ut_return_to_user(), which makes the same two calls in the same order.
- *   It ends in do_exit(), which runs the real exit hook.
+ * The tests make their own user tasks, over the user memory of
+ * kunit_stack.h: user_mode_thread() makes a child without PF_KTHREAD
+ * that shares the test thread's mm.  The child points its saved user
+ * registers (task_pt_regs()) at a frame chain, and from then on the
+ * framework sees a user task in a syscall.  The child never returns to
+ * user space: where the entry code would run the exit work and then
+ * exit_to_user_mode(), it calls ut_return_to_user(), which makes the same
+ * two calls in the same order.  It ends in do_exit(), which runs the real
+ * exit hook.
  *
  * The child records what it saw; the test thread checks it after the child
  * has exited, so no KUnit assertion ever runs outside the test thread.
  *
  * Cases:
- *   ut_walk_*		the unwinder on 64-bit and 32-bit chains, on broken
- *			chains (each must end the walk cleanly), whatever
- *			the code at the IP, and at the depth bound
  *   ut_cookie_*	never 0, stable in an entry, new after it, different
  *			across tasks and across CPUs
  *   ut_init_bounded	the bound on users, -EBUSY past it
@@ -63,374 +54,13 @@
 #include <linux/unwind_deferred.h>
 
 #include "internal.h"
-
-/* The user mapping, and the frame chains built in it */
-#define UT_BASE		0x40000000UL
-#define UT_SIZE		(4 * PAGE_SIZE)
-#define UT_FRAME0	0x200		/* offset of the innermost frame record */
-#define UT_IP		0x08048100UL
-#define UT_RA(k)	(0x08049000UL + 0x10 * (k))
-#define UT_CODE		(UT_BASE + 3 * PAGE_SIZE)	/* instructions at the IP */
-#define UT_CALLER_RA	0x0804a000UL	/* return address on top of the stack */
-#define UT_FRAMES	5		/* a short chain: UT_IP plus 5 returns */
-#define UT_LONG_FRAMES	600		/* more than UNWIND_MAX_ENTRIES */
-#define UT_TRACE_MAX	1024
+#include "kunit_stack.h"
 
 /* How long a child waits for the test thread, and the test for a timer */
 #define UT_TIMEOUT	(10 * HZ)
 #define UT_IRQ_PERIOD_NS	(100 * NSEC_PER_USEC)
 #define UT_IRQ_TIMEOUT_MS	5000
 #define UT_IRQ_HITS	8
-
-/**
- * struct ut_stack - a frame chain in the user mapping
- * @ws:		word size of the chain: 8, or 4 for a compat task
- * @frames:	frame records in the chain
- * @gap:	bytes from one record to the next
- * @img:	kernel copy of the whole mapping
- * @ip:		user IP to start from
- * @sp:		user SP to start from
- * @fp:		user frame pointer to start from
- */
-struct ut_stack {
-	unsigned int	ws;
-	unsigned int	frames;
-	unsigned int	gap;
-	u8		*img;
-	unsigned long	ip;
-	unsigned long	sp;
-	unsigned long	fp;
-};
-
-struct ut_ctx {
-	struct ut_stack	stack;
-	unsigned long	*entries;
-};
-
-static unsigned long ut_frame_addr(const struct ut_stack *s, unsigned int k)
-{
-	return UT_BASE + UT_FRAME0 + k * s->gap;
-}
-
-static void ut_put_word(struct ut_stack *s, unsigned long addr,
-			unsigned long val)
-{
-	void *p = s->img + (addr - UT_BASE);
-
-	if (s->ws == sizeof(u64))
-		*(u64 *)p = val;
-	else
-		*(u32 *)p = val;
-}
-
-/* Frame k saves the address of record k + 1 (0 for the last) and UT_RA(k) */
-static void ut_build(struct ut_stack *s, unsigned int ws, unsigned int frames,
-		     unsigned int gap)
-{
-	unsigned int k;
-
-	s->ws = ws;
-	s->frames = frames;
-	s->gap = gap;
-	memset(s->img, 0, UT_SIZE);
-	for (k = 0; k < frames; k++) {
-		unsigned long fp = ut_frame_addr(s, k);
-
-		ut_put_word(s, fp, k + 1 < frames ? ut_frame_addr(s, k + 1) : 0);
-		ut_put_word(s, fp + ws, UT_RA(k));
-	}
-	s->ip = UT_IP;
-	s->fp = ut_frame_addr(s, 0);
-	s->sp = s->fp - 4 * ws;
-}
-
-static void ut_set_fp(struct ut_stack *s, unsigned int k, unsigned long val)
-{
-	ut_put_word(s, ut_frame_addr(s, k), val);
-}
-
-static void ut_set_ra(struct ut_stack *s, unsigned int k, unsigned long val)
-{
-	ut_put_word(s, ut_frame_addr(s, k) + s->ws, val);
-}
-
-static int ut_publish(const struct ut_stack *s)
-{
-	return copy_to_user((void __user *)UT_BASE, s->img, UT_SIZE) ? -EFAULT : 0;
-}
-
-/* Saved user registers of a task stopped at s->ip inside the chain */
-static void ut_set_regs(struct pt_regs *regs, const struct ut_stack *s)
-{
-	memset(regs, 0, sizeof(*regs));
-	regs->ip = s->ip;
-	regs->sp = s->sp;
-	regs->bp = s->fp;
-	regs->cs = s->ws == sizeof(u32) ? __USER32_CS : __USER_CS;
-	regs->ss = __USER_DS;
-	regs->flags = X86_EFLAGS_IF | X86_EFLAGS_FIXED;
-}
-
-/* @entries holds UT_IP and the return addresses of frames 0..@frames-1 */
-static void ut_expect_chain(struct kunit *test, const unsigned long *entries,
-			    unsigned int nr, unsigned int frames)
-{
-	unsigned int k;
-
-	KUNIT_ASSERT_EQ(test, nr, frames + 1);
-	KUNIT_EXPECT_EQ(test, entries[0], UT_IP);
-	for (k = 0; k < frames; k++)
-		KUNIT_EXPECT_EQ_MSG(test, entries[k + 1], UT_RA(k),
-				    "frame %u", k);
-}
-
-static int ut_init(struct kunit *test)
-{
-	struct ut_ctx *ctx;
-	unsigned long addr;
-
-	ctx = kunit_kzalloc(test, sizeof(*ctx), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, ctx);
-	ctx->stack.img = kunit_kzalloc(test, UT_SIZE, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, ctx->stack.img);
-	ctx->entries = kunit_kcalloc(test, UT_TRACE_MAX, sizeof(long),
-				     GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, ctx->entries);
-
-	/* Each test runs in a new kthread, so the mm and the range are new */
-	addr = kunit_vm_mmap(test, NULL, UT_BASE, UT_SIZE,
-			     PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-			     0);
-	KUNIT_ASSERT_EQ_MSG(test, addr, UT_BASE, "cannot map the user stack");
-
-	test->priv = ctx;
-	return 0;
-}
-
-/* Walk ctx->stack from the registers it describes */
-static unsigned int ut_walk(struct kunit *test, unsigned int max_entries)
-{
-	struct ut_ctx *ctx = test->priv;
-	struct unwind_stacktrace trace = { .entries = ctx->entries };
-	struct pt_regs regs;
-
-	KUNIT_ASSERT_EQ(test, ut_publish(&ctx->stack), 0);
-	ut_set_regs(&regs, &ctx->stack);
-	KUNIT_EXPECT_EQ(test, unwind_user_regs(&trace, max_entries, &regs), 0);
-	return trace.nr;
-}
-
-/* ---- The unwinder, on chains in user memory ---- */
-
-static void ut_walk_chain64(struct kunit *test)
-{
-	struct ut_ctx *ctx = test->priv;
-
-	ut_build(&ctx->stack, sizeof(u64), UT_FRAMES, 48);
-	ut_expect_chain(test, ctx->entries, ut_walk(test, UT_TRACE_MAX),
-			UT_FRAMES);
-}
-
-static void ut_walk_chain32(struct kunit *test)
-{
-	struct ut_ctx *ctx = test->priv;
-
-	ut_build(&ctx->stack, sizeof(u32), UT_FRAMES, 24);
-	ut_expect_chain(test, ctx->entries, ut_walk(test, UT_TRACE_MAX),
-			UT_FRAMES);
-}
-
-/**
- * struct ut_bad_case - a broken chain and where the walk must stop
- * @name:	what is broken
- * @ws:		word size of the chain
- * @mutate:	breaks the chain built by ut_build()
- * @frames:	return addresses the walk still reports
- */
-struct ut_bad_case {
-	const char	*name;
-	unsigned int	ws;
-	void		(*mutate)(struct ut_stack *s);
-	unsigned int	frames;
-};
-
-static void ut_bad_misaligned(struct ut_stack *s)
-{
-	ut_set_fp(s, 2, ut_frame_addr(s, 3) + 1);
-}
-
-static void ut_bad_backwards(struct ut_stack *s)
-{
-	ut_set_fp(s, 1, ut_frame_addr(s, 0));
-}
-
-static void ut_bad_self_loop(struct ut_stack *s)
-{
-	ut_set_fp(s, 1, ut_frame_addr(s, 1));
-}
-
-static void ut_bad_unmapped(struct ut_stack *s)
-{
-	ut_set_fp(s, 1, UT_BASE + UT_SIZE + PAGE_SIZE);
-}
-
-static void ut_bad_kernel(struct ut_stack *s)
-{
-	ut_set_fp(s, 1, (unsigned long)s->img);
-}
-
-static void ut_bad_zero_ra(struct ut_stack *s)
-{
-	ut_set_ra(s, 2, 0);
-}
-
-static void ut_bad_no_frame(struct ut_stack *s)
-{
-	s->fp = 0;
-}
-
-static void ut_bad_fp_below_sp(struct ut_stack *s)
-{
-	s->fp = s->sp - 2 * s->ws;
-}
-
-static void ut_bad_above_4g(struct ut_stack *s)
-{
-	ut_set_fp(s, 1, 0xfffffff8UL);
-}
-
-static const struct ut_bad_case ut_bad_cases[] = {
-	{ "misaligned-64", 8, ut_bad_misaligned, 3 },
-	{ "misaligned-32", 4, ut_bad_misaligned, 3 },
-	{ "backwards-64", 8, ut_bad_backwards, 2 },
-	{ "backwards-32", 4, ut_bad_backwards, 2 },
-	{ "self-loop-64", 8, ut_bad_self_loop, 2 },
-	{ "unmapped-64", 8, ut_bad_unmapped, 2 },
-	{ "unmapped-32", 4, ut_bad_unmapped, 2 },
-	{ "kernel-address-64", 8, ut_bad_kernel, 2 },
-	{ "zero-return-address-64", 8, ut_bad_zero_ra, 2 },
-	{ "no-frame-pointer-64", 8, ut_bad_no_frame, 0 },
-	{ "fp-below-sp-64", 8, ut_bad_fp_below_sp, 0 },
-	{ "above-4g-32", 4, ut_bad_above_4g, 2 },
-};
-
-static void ut_bad_case_desc(const struct ut_bad_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ut_bad, ut_bad_cases, ut_bad_case_desc);
-
-/* A broken chain ends the walk cleanly, keeping the frames before it */
-static void ut_walk_stops(struct kunit *test)
-{
-	const struct ut_bad_case *c = test->param_value;
-	struct ut_ctx *ctx = test->priv;
-
-	ut_build(&ctx->stack, c->ws, UT_FRAMES, 8 * c->ws);
-	c->mutate(&ctx->stack);
-	ut_expect_chain(test, ctx->entries, ut_walk(test, UT_TRACE_MAX),
-			c->frames);
-}
-
-/**
- * struct ut_code_case - what a task may be stopped at
- * @name:	what the instructions at the IP are
- * @ws:		word size
- * @code:	the instructions
- */
-struct ut_code_case {
-	const char	*name;
-	unsigned int	ws;
-	u8		code[4];
-};
-
-static const struct ut_code_case ut_code_cases[] = {
-	{ "push-64", 8, { 0x55, 0x48, 0x89, 0xe5 } },
-	{ "endbr64", 8, { 0xf3, 0x0f, 0x1e, 0xfa } },
-	{ "mov-89-64", 8, { 0x48, 0x89, 0xe5, 0x90 } },
-	{ "mov-8b-64", 8, { 0x48, 0x8b, 0xec, 0x90 } },
-	{ "push-32", 4, { 0x55, 0x89, 0xe5, 0x90 } },
-	{ "endbr32", 4, { 0xf3, 0x0f, 0x1e, 0xfb } },
-	{ "body-64", 8, { 0x48, 0x01, 0xc0, 0x90 } },
-};
-
-static void ut_code_case_desc(const struct ut_code_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ut_code, ut_code_cases, ut_code_case_desc);
-
-/*
- * The walk never reads code: whatever the instructions at the IP (a
- * prologue's push of %rbp or an ENDBR included), the second entry is the
- * frame pointer's return address, not a word guessed from the top of the
- * stack.  A word there that looks like a return address must not show up:
- * in code built without frame pointers it is anything.
- */
-static void ut_walk_code_ignored(struct kunit *test)
-{
-	const struct ut_code_case *c = test->param_value;
-	struct ut_ctx *ctx = test->priv;
-	struct ut_stack *s = &ctx->stack;
-	unsigned int nr, k;
-
-	ut_build(s, c->ws, UT_FRAMES, 8 * c->ws);
-	memcpy(s->img + (UT_CODE - UT_BASE), c->code, sizeof(c->code));
-	s->ip = UT_CODE;
-	s->sp = s->fp - 8 * c->ws;
-	ut_put_word(s, s->sp, UT_CALLER_RA);
-	ut_put_word(s, s->sp + c->ws, UT_CALLER_RA);
-
-	nr = ut_walk(test, UT_TRACE_MAX);
-	KUNIT_ASSERT_EQ(test, nr, UT_FRAMES + 1);
-	KUNIT_EXPECT_EQ(test, ctx->entries[0], UT_CODE);
-	for (k = 0; k < UT_FRAMES; k++)
-		KUNIT_EXPECT_EQ_MSG(test, ctx->entries[1 + k], UT_RA(k),
-				    "frame %u", k);
-}
-
-static_assert(UT_LONG_FRAMES + 1 <= UT_TRACE_MAX);
-static_assert(UNWIND_MAX_ENTRIES >= 127 && UNWIND_MAX_ENTRIES < UT_LONG_FRAMES);
-
-/* A chain longer than the bound stops at the bound, and only there */
-static void ut_walk_max_depth(struct kunit *test)
-{
-	struct ut_ctx *ctx = test->priv;
-
-	ut_build(&ctx->stack, sizeof(u64), UT_LONG_FRAMES, 2 * sizeof(u64));
-	ut_expect_chain(test, ctx->entries, ut_walk(test, UT_TRACE_MAX),
-			UT_LONG_FRAMES);
-	ut_expect_chain(test, ctx->entries, ut_walk(test, UNWIND_MAX_ENTRIES),
-			UNWIND_MAX_ENTRIES - 1);
-	ut_expect_chain(test, ctx->entries, ut_walk(test, 127), 126);
-}
-
-/* Registers that are not user mode, or no room, give no trace */
-static void ut_walk_refused(struct kunit *test)
-{
-	struct ut_ctx *ctx = test->priv;
-	struct unwind_stacktrace trace = { .entries = ctx->entries };
-	struct pt_regs regs;
-
-	ut_build(&ctx->stack, sizeof(u64), UT_FRAMES, 32);
-	ut_set_regs(&regs, &ctx->stack);
-	regs.cs = __KERNEL_CS;
-	KUNIT_EXPECT_EQ(test, unwind_user_regs(&trace, UT_TRACE_MAX, &regs),
-			-EINVAL);
-	KUNIT_EXPECT_EQ(test, trace.nr, 0);
-
-	ut_set_regs(&regs, &ctx->stack);
-	KUNIT_EXPECT_EQ(test, unwind_user_regs(&trace, 0, &regs), -EINVAL);
-	KUNIT_EXPECT_EQ(test, trace.nr, 0);
-
-	/* The test thread is a kernel thread, even with an mm */
-	KUNIT_EXPECT_EQ(test, unwind_user(&trace, UT_TRACE_MAX), -EINVAL);
-	KUNIT_EXPECT_EQ(test, unwind_user_faultable(&trace), -EINVAL);
-	KUNIT_EXPECT_EQ(test, trace.nr, 0);
-}
 
 /* ---- Cookies ---- */
 
@@ -1173,12 +803,6 @@ static void ut_request_compat(struct kunit *test)
 }
 
 static struct kunit_case unwind_deferred_test_cases[] = {
-	KUNIT_CASE(ut_walk_chain64),
-	KUNIT_CASE(ut_walk_chain32),
-	KUNIT_CASE_PARAM(ut_walk_stops, ut_bad_gen_params),
-	KUNIT_CASE_PARAM(ut_walk_code_ignored, ut_code_gen_params),
-	KUNIT_CASE(ut_walk_max_depth),
-	KUNIT_CASE(ut_walk_refused),
 	KUNIT_CASE(ut_cookie_one_cpu),
 	KUNIT_CASE(ut_cookie_cpus),
 	KUNIT_CASE(ut_init_bounded),
