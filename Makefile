@@ -321,19 +321,19 @@ bench: mainline-build workloads bench-tools
 	@cat $(BENCH_OUT)/results.md
 	@echo "bench: $(BENCH_OUT:$(REPO)/%=%)/{results.md,startup.png,overhead.png}"
 
-# Robustness runs in the debug guest, DURATION seconds per part (default
-# 300), with kmemleak on: harness/guest/stress.sh says what each part does.
-# Any kernel splat fails the run, as in `make check`.
+# Robustness runs in the mainline debug guest, DURATION seconds per part
+# (default 300), with kmemleak on: harness/guest/stress.sh says what each
+# part does.  Any kernel splat fails the run, as in `make check`.
 DURATION ?= 300
-STRESS_PARTS := kmemleak-clear perf fuzz trinity kmemleak
-stress: build
-	@rm -f $(BUILD)/stress.list
+STRESS_PARTS := kmemleak-clear perf trinity kmemleak
+stress: mainline-build
+	@rm -f $(ML_BUILD)/stress.list
 	@for p in $(STRESS_PARTS); do \
 		printf 'stress/%s\t%s\texec\tbash @REPO@/harness/guest/stress.sh %s %s\n' \
-			$$p $$(($(DURATION) + 600)) $$p $(DURATION) >>$(BUILD)/stress.list; \
+			$$p $$(($(DURATION) + 600)) $$p $(DURATION) >>$(ML_BUILD)/stress.list; \
 	done
-	@GUEST_APPEND="kmemleak=on harness_perf_build=$(ML_BUILD) $(GUEST_APPEND)" \
-		python3 harness/qemu.py --run-dir $(BUILD)/guest/stress $(BUILD)/stress.list
+	@$(ML_ENV) GUEST_APPEND="kmemleak=on $(GUEST_APPEND)" \
+		python3 harness/qemu.py --run-dir $(ML_BUILD)/guest/stress $(ML_BUILD)/stress.list
 
 # Run every `perf test` entry of perf 7.3 with the series once in the
 # mainline guest and propose a list (see harness/perf_test_list.py);

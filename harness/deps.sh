@@ -8,15 +8,10 @@ pkgs="linux-source-7.3 linux-source-6.12 build-essential bc bison flex cpio
 xz-utils kmod git patch python3 python3-dev libssl-dev libelf-dev libdw-dev
 libunwind-dev libtraceevent-dev libdebuginfod-dev libcap-dev libnuma-dev
 libzstd-dev liblzma-dev zlib1g-dev pkg-config qemu-system-x86 busybox-static
-ccache gcc-multilib gnuplot-nox stress-ng trinity golang-go
-golang-github-google-pprof-dev"
-# python3-dev: perf's python binding (make perf-python); gcc-multilib: the 32-bit (compat) test program of the perf_events
-# selftests; gnuplot-nox: the plots of `make bench`; stress-ng, trinity:
-# `make stress`; golang-go: `go tool pprof`, the independent reader that
-# the perf test of `perf data convert --to-pprof` checks its output with;
-# golang-github-google-pprof-dev: the sources of the standalone pprof
-# (`make pprof`), which, unlike `go tool pprof`, symbolises local files
-# by build-ID
+ccache gcc-multilib gnuplot-nox stress-ng trinity"
+# python3-dev: perf's python binding (its perf test); gcc-multilib: -m32
+# for the guest kernels (IA32_EMULATION: the compat vDSO); gnuplot-nox:
+# the plots of `make bench`; stress-ng, trinity: `make stress`
 
 # The suite that has linux-source-7.3.  Only its newest version is kept
 # there, so the version found may differ from BASE: harness/tree.py says

@@ -12,7 +12,7 @@ prints each recording in base64 between "SEED-BEGIN NAME" and
 "SEED-END").  Each case takes one seed, mutates its records 22 and 23
 (their nr, size, cookie, tid, maps, type; or the samples' cookies), in
 the file's byte order or in the other one (the whole file swapped), and
-has one of the five readers read it.  A reader may refuse a file (exit
+has one of the six readers read it.  A reader may refuse a file (exit
 1, a warning); it must never crash, hang, or make AddressSanitizer or
 UndefinedBehaviorSanitizer report (PERF built with them: `make
 mainline-perf-asan`).  Failing inputs go to DIR for replay; the seed and
