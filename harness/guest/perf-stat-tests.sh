@@ -5,7 +5,12 @@
 # - "Hide zero events stat test" runs its --metric-only step, which needs
 #   the hardware event 'instructions' (this guest has no PMU: "No
 #   supported events found"), only when `true` happened to count 0
-#   cpu-migrations; with 1 or more it skips.
+#   cpu-migrations; with 1 or more it skips.  And it counts twice, with
+#   and without --hide-zero-events: when the first run counted 0 and the
+#   second did not (`true` migrated between the two vCPUs), it says the
+#   zero event "was not hidden".  That one is then checked the way that
+#   cannot happen: a task pinned to one CPU counts 0 cpu-migrations,
+#   which perf stat must print, and hide with --hide-zero-events.
 # - "stat -p test" attaches to a `sleep 1` started just before; when
 #   perf stat takes longer than that second to start (a busy TCG guest),
 #   the task is gone: "Problems finding threads of monitor".
@@ -25,13 +30,15 @@ cd "$(dirname "$2")" || exit 1
 rc=$?
 cat "$out"
 
-# The result lines of the two cases left to chance
+# The result lines of the cases left to chance
 hide_zero='Hide zero events stat test [Failed - metric-only command failed]'
+not_hidden='Hide zero events stat test [Failed - zero event cpu-migrations was not hidden]'
 stat_p='stat -p test [Failed - command failed]'
 
 cases=$(grep -c '^.* test \[\(Success\|Skipped\|Failed\)' "$out")
 failed=$(grep '\[Failed' "$out" |
 	grep -v -F "$hide_zero" |
+	grep -v -F "$not_hidden" |
 	grep -v -F "$stat_p")
 # stat.sh does not print why: ask perf the same
 if grep -q -F "$hide_zero" "$out" &&
@@ -39,6 +46,15 @@ if grep -q -F "$hide_zero" "$out" &&
 	grep -q 'The instructions event is not supported'; then
 	failed="$failed
 hide zero: --metric-only failed for another reason than no 'instructions'"
+fi
+if grep -q -F "$not_hidden" "$out"; then
+	shown=$(taskset -c 0 "$perf" stat -e cpu-migrations -- true 2>&1)
+	hidden=$(taskset -c 0 "$perf" stat --hide-zero-events -e cpu-migrations -- true 2>&1)
+	if ! echo "$shown" | grep -q -E '[[:space:]]0[[:space:]]+cpu-migrations' ||
+	   echo "$hidden" | grep -q cpu-migrations; then
+		failed="$failed
+hide zero: a pinned task's 0 cpu-migrations not printed, or not hidden by --hide-zero-events"
+	fi
 fi
 if grep -q -F "$stat_p" "$out" &&
    ! grep -q 'Problems finding threads of monitor' "$out"; then
@@ -58,5 +74,5 @@ if [ -n "$failed" ]; then
 	exit 1
 fi
 echo "perf-stat-tests: every case passed or skipped; not counted:" \
-	"$(grep -c -F -e "$hide_zero" -e "$stat_p" "$out") failures of the two cases left to chance"
+	"$(grep -c -F -e "$hide_zero" -e "$not_hidden" -e "$stat_p" "$out") failures of the cases left to chance"
 exit 0
