@@ -73,7 +73,7 @@ run = -a --synth=no --buildid-offset -e cpu-clock:u -F 499 --switch-output
 EOF
 
 # The long task runs before perf record starts, across every rotation
-perf test -w noploop 600 &
+perf test -w noploop 3600 &
 long=$!
 if ! wait_noploop "${long}"
 then

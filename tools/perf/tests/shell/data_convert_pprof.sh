@@ -42,7 +42,7 @@ then
 fi
 
 export HOME="${tmpdir}"
-perf test -w noploop 300 &
+perf test -w noploop 3600 &
 wpid=$!
 perf_bin=$(readlink -f "$(command -v perf)")
 perf_bid=$(perf buildid-list -i "${perf_bin}")

@@ -48,7 +48,7 @@ then
 fi
 
 # A task older than perf: perf test -w noploop, in perf's own binary.
-perf test -w noploop 300 &
+perf test -w noploop 3600 &
 wpid=$!
 if ! wait_noploop "${wpid}"
 then

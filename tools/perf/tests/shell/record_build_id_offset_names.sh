@@ -33,7 +33,7 @@ stop_workload() {
 
 # start_workload NAME: the workload, in its loop
 start_workload() {
-  perf test -w noploop 300 &
+  perf test -w noploop 3600 &
   wpid=$!
   wait_noploop "${wpid}" && return 0
   echo "$1 [Failed the workload did not start]"
@@ -172,7 +172,7 @@ test_mount_namespace() {
   mkdir -p "${tmpdir}/ns"
   unshare -m --propagation private sh -c \
     "mount -t tmpfs none '${tmpdir}/ns' && cp '${perf_bin}' '${ns_bin}' &&
-     exec '${ns_bin}' test -w noploop 300" &
+     exec '${ns_bin}' test -w noploop 3600" &
   wpid=$!
   # The workload runs the copy once the namespace is set up
   while [ "$(readlink "/proc/${wpid}/exe" 2> /dev/null)" != "${ns_bin}" ]

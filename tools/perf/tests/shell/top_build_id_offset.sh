@@ -42,7 +42,7 @@ export HOME="${tmpdir}"
 # The workload: a copy of perf named topload, so that its file is its
 # own, running before perf top starts (it names itself perf-noploop)
 cp "$(readlink -f "$(command -v perf)")" "${tmpdir}/topload"
-"${tmpdir}/topload" test -w noploop 300 &
+"${tmpdir}/topload" test -w noploop 3600 &
 wpid=$!
 if ! wait_noploop "${wpid}"
 then

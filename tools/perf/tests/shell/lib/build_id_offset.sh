@@ -25,7 +25,8 @@ build_id_offset_supported() {
 # wait_noploop PID: wait until task PID, started as 'perf test -w noploop',
 # is in its loop (it names itself perf-noploop first; before, it runs the
 # shell, then ld.so and perf's start-up).  1 if it exited, or is not there
-# in 120 s.
+# in 120 s.  The tests ask it for an hour and kill it when done: a busy
+# machine takes minutes over a test that a quiet one runs in one.
 wait_noploop() {
   local end=$((SECONDS + 120))
 
