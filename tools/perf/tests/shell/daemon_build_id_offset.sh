@@ -73,11 +73,8 @@ run = -a --synth=no --buildid-offset -e cpu-clock:u -F 499 --switch-output
 EOF
 
 # The long task runs before perf record starts, across every rotation
-perf test -w noploop 3600 &
-long=$!
-if ! wait_noploop "${long}"
+if ! noploop_start long "perf daemon --buildid-offset"
 then
-  echo "perf daemon --buildid-offset [Failed the workload did not start]"
   cleanup
   exit 1
 fi

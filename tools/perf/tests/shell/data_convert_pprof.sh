@@ -42,13 +42,10 @@ then
 fi
 
 export HOME="${tmpdir}"
-perf test -w noploop 3600 &
-wpid=$!
 perf_bin=$(readlink -f "$(command -v perf)")
 perf_bid=$(perf buildid-list -i "${perf_bin}")
-if ! wait_noploop "${wpid}"
+if ! noploop_start wpid "perf data convert --to-pprof"
 then
-  echo "perf data convert --to-pprof [Failed the workload did not start]"
   cleanup
   exit 1
 fi

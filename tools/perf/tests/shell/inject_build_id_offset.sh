@@ -46,11 +46,8 @@ then
 fi
 
 # A task older than perf, whose samples resolve through their records only
-perf test -w noploop 3600 &
-wpid=$!
-if ! wait_noploop "${wpid}"
+if ! noploop_start wpid "perf inject --buildid-offset-mmap2"
 then
-  echo "perf inject --buildid-offset-mmap2 [Failed the workload did not start]"
   cleanup
   exit 1
 fi

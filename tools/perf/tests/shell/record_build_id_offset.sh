@@ -48,11 +48,8 @@ then
 fi
 
 # A task older than perf: perf test -w noploop, in perf's own binary.
-perf test -w noploop 3600 &
-wpid=$!
-if ! wait_noploop "${wpid}"
+if ! noploop_start wpid "perf record --buildid-offset"
 then
-  echo "perf record --buildid-offset [Failed the workload did not start]"
   cleanup
   exit 1
 fi

@@ -33,10 +33,7 @@ stop_workload() {
 
 # start_workload NAME: the workload, in its loop
 start_workload() {
-  perf test -w noploop 3600 &
-  wpid=$!
-  wait_noploop "${wpid}" && return 0
-  echo "$1 [Failed the workload did not start]"
+  noploop_start wpid "$1" && return 0
   err=1
   stop_workload
   return 1

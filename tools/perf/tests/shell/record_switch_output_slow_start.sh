@@ -8,11 +8,11 @@
 # file to the end.  The test asks for one switch at least before the
 # last file (each switch reads every task again, as long as the start-up
 # took, so there is time for few).  Four processes with 20,000
-# executable mappings each (perf test -w manymaps) make the start-up long (with 60,000 each it
-# lasted 82 s in a debug kernel under TCG); where it takes less than
-# 2.5 s from perf's start to the workload's (perf's own set-up before it
-# arms the alarm takes up to 1.5 s under TCG), the test cannot tell and
-# says so.
+# executable mappings each (perf test -w manymaps) make the start-up long
+# (with 60,000 each it lasted 82 s in a debug kernel under TCG); where it
+# takes less than 2.5 s from perf's start to the workload's (perf's own
+# set-up before it arms the alarm takes up to 1.5 s under TCG), the test
+# cannot tell and says so.
 # --proc-map-timeout: by default perf stops reading a process's mappings
 # after 500 ms.
 

@@ -42,11 +42,8 @@ export HOME="${tmpdir}"
 # The workload: a copy of perf named topload, so that its file is its
 # own, running before perf top starts (it names itself perf-noploop)
 cp "$(readlink -f "$(command -v perf)")" "${tmpdir}/topload"
-"${tmpdir}/topload" test -w noploop 3600 &
-wpid=$!
-if ! wait_noploop "${wpid}"
+if ! noploop_start wpid "perf top --buildid-offset" "${tmpdir}/topload"
 then
-  echo "perf top --buildid-offset [Failed the workload did not start]"
   cleanup
   exit 1
 fi

@@ -25,8 +25,7 @@ build_id_offset_supported() {
 # wait_noploop PID: wait until task PID, started as 'perf test -w noploop',
 # is in its loop (it names itself perf-noploop first; before, it runs the
 # shell, then ld.so and perf's start-up).  1 if it exited, or is not there
-# in 120 s.  The tests ask it for an hour and kill it when done: a busy
-# machine takes minutes over a test that a quiet one runs in one.
+# in 120 s.
 wait_noploop() {
   local end=$((SECONDS + 120))
 
@@ -37,4 +36,17 @@ wait_noploop() {
     fi
     sleep 0.05
   done
+}
+
+# noploop_start VAR NAME [PERF]: start 'PERF test -w noploop' (PERF: perf)
+# in the background, its pid in the variable VAR (for the caller to kill),
+# and wait until it is in its loop; 1, after NAME's result line, if it is
+# not.  It is asked for an hour: the tests kill it when done, and a busy
+# machine takes minutes over a test that a quiet one runs in one.
+noploop_start() {
+  "${3:-perf}" test -w noploop 3600 &
+  printf -v "$1" %s $!
+  wait_noploop $! && return 0
+  echo "$2 [Failed the workload did not start]"
+  return 1
 }
