@@ -277,7 +277,7 @@ bench-tools: mainline-kernel
 	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -isystem $(ML_KOBJ)/usr/include \
 		-o $(ML_BUILD)/obj/bench/build_id_offset_cost harness/bench/build_id_offset_cost.c -ldl
 	@$(KCC) -O2 -Wall -fno-omit-frame-pointer -fPIC -shared -Wl,--build-id \
-		-o $(ML_BUILD)/obj/bench/libbido_cost.so harness/bench/build_id_offset_cost_lib.c
+		-o $(ML_BUILD)/obj/bench/libbuild_id_offset_cost.so harness/bench/build_id_offset_cost_lib.c
 	@$(KCC) -O2 -Wall -isystem $(ML_KOBJ)/usr/include \
 		-o $(ML_BUILD)/obj/bench/build_id_offset_memory harness/bench/build_id_offset_memory.c -lpthread
 

@@ -40,7 +40,7 @@ want() { [ -z "${BENCH_ONLY:-}" ] || [[ ",$BENCH_ONLY," == *",$1,"* ]]; }
 
 # Local copies: 9p lookups are slow in the guest
 if want cost; then
-cp "$harness_build"/obj/bench/build_id_offset_cost "$harness_build"/obj/bench/libbido_cost.so "$w"/
+cp "$harness_build"/obj/bench/build_id_offset_cost "$harness_build"/obj/bench/libbuild_id_offset_cost.so "$w"/
 fi
 if want startup; then
 cp -r "$workloads"/population* "$workloads"/pop "$w"/
@@ -456,7 +456,7 @@ echo "## Per-sample cost (build_id_offset_cost)"
 echo
 echo "cpu-clock every ${BENCH_PERIOD:-100000} ns; a child does fixed work while the parent drains the ring buffer."
 echo
-./build_id_offset_cost ${BENCH_ICOUNT:+-i} -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbido_cost.so
+./build_id_offset_cost ${BENCH_ICOUNT:+-i} -r "${BENCH_REPS:-5}" -p "${BENCH_PERIOD:-100000}" ./libbuild_id_offset_cost.so
 echo
 echo "## Overhead against the sampling frequency"
 echo
@@ -465,7 +465,7 @@ echo
 echo "| samples/s | -g | -g --buildid-offset | --call-graph fp,defer --buildid-offset |"
 echo "|---|---|---|---|"
 for p in ${BENCH_PERIODS:-1000000 400000 200000 100000 50000}; do
-	./build_id_offset_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbido_cost.so | tee -a data.txt |
+	./build_id_offset_cost -d -r "${BENCH_REPS:-5}" -p "$p" ./libbuild_id_offset_cost.so | tee -a data.txt |
 		awk '{ printf "| %s | %+.1f%% | %+.1f%% | %+.1f%% |\n", $3, $4, $5, $6 }'
 done
 echo

@@ -47,7 +47,7 @@ for mode in default buildid-offset; do
 	echo "# perf.data: $bytes bytes, ${samples:-0} samples," \
 	     "$((bytes / (${samples:-0} > 0 ? samples : 1))) bytes per sample"
 	echo "# perf report --stdio --no-children --sort dso,sym (the workload's functions,"
-	echo "# resolved by file; the same functions and shares both ways)"
+	echo "# resolved by file; the same functions on top both ways)"
 	perf report -i $mode.data --stdio --no-children --sort dso,sym \
 		--percent-limit 2 2>/dev/null | grep -v '^$' | grep -v '^#' |
 		head -n 20
