@@ -10,7 +10,8 @@ read by perf report, perf script, perf inject (plain and
 The seeds come from the guest's output (harness/guest/perf-data-seeds.sh
 prints each recording in base64 between "SEED-BEGIN NAME" and
 "SEED-END").  Each case takes one seed, mutates its records 22 and 23
-(their nr, size, cookie, tid, maps, type; or the samples' cookies), in
+(their nr, size, cookie, tid, maps, flags, type; or the samples' cookies,
+among them one naming another record, earlier or later), in
 the file's byte order or in the other one (the whole file swapped), and
 has one of the six readers read it.  A reader may refuse a file (exit
 1, a warning); it must never crash, hang, or make AddressSanitizer or
@@ -33,6 +34,8 @@ import tempfile
 
 HEADER = struct.Struct("<8sQQQQQQQQ")   # magic, size, attr_size, attrs, data
 SAMPLE, CALLCHAIN_DEFERRED, BUILD_ID_OFFSET = 9, 22, 23
+# PERF_BUILD_ID_OFFSET_F_*: MM_CHANGED, UNCHANGED (the previous record covers)
+F_MM_CHANGED, F_UNCHANGED = 1 << 1, 1 << 3
 FEAT_HOSTNAME = 3
 READERS = ("report", "script", "inject", "inject-mmap2", "convert", "pprof")
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|"
@@ -160,7 +163,7 @@ def mutate(rng, data, lay):
     if not recs:
         return bytes(out), "none left"
     off, typ, size = rng.choice(recs)
-    kind = rng.choice(("nr", "size", "bytes", "cookie", "tid", "map",
+    kind = rng.choice(("nr", "size", "bytes", "cookie", "tid", "map", "flags",
                        "type", "truncate", "sample_cookie", "several"))
     if kind == "several":
         for _ in range(rng.randint(2, 5)):
@@ -204,6 +207,14 @@ def mutate(rng, data, lay):
                 struct.pack_into("<Q", out, m + at,
                                  rng.choice((0, 0xffffffffffffffff,
                                              rng.getrandbits(64))))
+    elif kind == "flags" and typ == BUILD_ID_OFFSET:
+        # UNCHANGED with maps or without (nr 0, the size kept), as a task's
+        # first record, with the other flags, unknown bits
+        struct.pack_into("<I", out, off + 28,
+                         rng.choice((F_UNCHANGED, F_UNCHANGED | F_MM_CHANGED, 0xf,
+                                     1 << 31, rng.getrandbits(32))))
+        if rng.getrandbits(1):
+            struct.pack_into("<I", out, off + 24, 0)
     elif kind == "type":
         struct.pack_into("<I", out, off,
                          CALLCHAIN_DEFERRED if typ == BUILD_ID_OFFSET
@@ -212,9 +223,13 @@ def mutate(rng, data, lay):
         out = out[:off + rng.randrange(1, size)]
     elif kind == "sample_cookie" and samples:
         s_off, _, s_size = rng.choice(samples)
-        # the build-ID offset cookie is the sample's last u64
-        struct.pack_into("<Q", out, s_off + s_size - 8,
-                         rng.choice((0, 1, rng.getrandbits(64))))
+        # the build-ID offset cookie is the sample's last u64; or another
+        # record's cookie, of a record before the sample or after it
+        cookies = [0, 1, rng.getrandbits(64)]
+        bido = [r for r in recs if r[1] == BUILD_ID_OFFSET and r[2] >= 32]
+        if bido:
+            cookies.append(struct.unpack_from("<Q", data, rng.choice(bido)[0] + 16)[0])
+        struct.pack_into("<Q", out, s_off + s_size - 8, rng.choice(cookies))
     return bytes(out), kind
 
 

@@ -5,10 +5,12 @@
 #   stress.sh PART SECONDS      PART: kmemleak-clear | perf | trinity | kmemleak
 #
 # perf: stress-ng fork/exec/mmap/mremap churn while `perf record -a -g
-# --buildid-offset --synth=no` samples every CPU at a high rate.  Every
-# sample's cookie must have its record in perf.data, but for the last
-# entry of each thread (perf stops while it is in the kernel) and as many
-# as PERF_RECORD_LOST says were lost.
+# --buildid-offset --synth=no` samples every CPU at a high rate.  In time
+# order, every sample's cookie must be its thread's latest record before
+# it (the kernel saw at sample time that it covers the sample) or a record
+# of its thread after it, never an older record; one of neither is
+# allowed for the last entry of each thread (perf stops while it is in
+# the kernel) and as many as PERF_RECORD_LOST says were lost.
 # trinity: trinity's perf_event_open fuzzing (random attrs, then ioctl,
 # mmap, read and close on the fds it got) for SECONDS, as an unprivileged
 # user with perf_event_paranoid at -1 so that it reaches the code.
@@ -39,30 +41,50 @@ perf)
 	# stress-ng exits 2 when a stressor failed, 3 when one ran out of
 	# resources; neither is ours to judge, both are printed
 	echo "stress-ng exit status $sng_rc"
-	# "WANTED RECORDS MISSING LOST": cookies of samples, records, cookies
-	# without their record but for each thread's last, lost events
+	# "WANTED RECORDS MISSING LOST EARLIER STALE UNCHANGED": cookies of
+	# samples, records, cookies with no record after the sample that are
+	# not the thread's latest before it either (each thread's last left
+	# out), lost events, samples that name their thread's latest record
+	# before them, samples that name an older one, UNCHANGED records (nr 0).
+	# perf report -D prints samples and records in time order.
 	perf report -D -i s.data 2>/dev/null | awk '
 		/PERF_RECORD_SAMPLE/ { tid = $0; sub(/.*: [0-9]+\//, "", tid); sub(/:.*/, "", tid) }
 		/build-ID offset cookie:/ {
-			if ($NF != "0") { want[tid " " $NF] = 1; last[tid] = $NF }
+			c = $NF
+			if (c == "0")
+				next
+			want[tid " " c] = 1; last[tid] = c
+			if (latest[tid] == c)
+				earlier++
+			else if ((tid " " c) in have)
+				stale++
+			else
+				pending[tid " " c] = 1
 		}
 		/PERF_RECORD_BUILD_ID_OFFSET/ {
 			t = $0; sub(/.*PERF_RECORD_BUILD_ID_OFFSET [0-9]+\//, "", t); sub(/:.*/, "", t)
 			c = $0; sub(/.*cookie /, "", c); sub(/ .*/, "", c); have[t " " c] = 1; nrec++
+			nr = $0; sub(/.* nr /, "", nr); sub(/ .*/, "", nr)
+			f = $0; sub(/.* flags /, "", f)
+			latest[t] = c
+			delete pending[t " " c]
+			if (nr == "0" && (f ~ /UNCHANGED/ || f == "0x8"))
+				unch++
 		}
 		/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost" || $i == "lost:") lost += $(i + 1) }
 		END {
-			for (k in want) {
+			for (k in want)
 				nwant++
+			for (k in pending) {
 				split(k, p, " ")
-				if (!(k in have) && last[p[1]] != p[2]) miss++
+				if (last[p[1]] != p[2]) miss++
 			}
-			print nwant + 0, nrec + 0, miss + 0, lost + 0
+			print nwant + 0, nrec + 0, miss + 0, lost + 0, earlier + 0, stale + 0, unch + 0
 		}' >joined.txt
-	read -r wanted records missing lost <joined.txt
-	echo "stress perf: $secs s, $wanted cookies of samples, $records records in perf.data, $missing cookies without their record (each thread's last left out), $lost events lost"
-	if [ "$wanted" = 0 ] || [ "$records" = 0 ] || [ "$missing" -gt "$lost" ]; then
-		echo "stress perf: more cookies without their record ($missing) than events lost ($lost), or nothing recorded"
+	read -r wanted records missing lost earlier stale unchanged <joined.txt
+	echo "stress perf: $secs s, $wanted cookies of samples, $records records in perf.data ($unchanged UNCHANGED), $earlier samples name an earlier record, $stale name an older one, $missing cookies without their record (each thread's last left out), $lost events lost"
+	if [ "$wanted" = 0 ] || [ "$records" = 0 ] || [ "$missing" -gt "$lost" ] || [ "$stale" != 0 ]; then
+		echo "stress perf: samples naming a record older than their thread's latest ($stale, expected 0), more cookies without their record ($missing) than events lost ($lost), or nothing recorded"
 		exit 1
 	fi
 	;;

@@ -20,6 +20,7 @@
 #include <linux/buildid.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/mmap_lock.h>
 #include <linux/perf_event.h>
 #include <linux/sched/task_stack.h>
 #include <linux/secretmem.h>
@@ -39,10 +40,16 @@
 /* Set in a page-aligned address: it came from a dumped user stack */
 #define PERF_BIDO_STACK_WORD	1UL
 
-static_assert(sizeof(struct perf_build_id_stash) <= 256);
+static_assert(sizeof(struct perf_build_id_stash) <= 512);
 static_assert(sizeof(struct perf_build_id_offset_map) == 48);
 
 static struct unwind_work perf_bido_work;
+
+/*
+ * Moves when a receiver appears: a new reader has none of the records
+ * written before, so no sample may name them any more.
+ */
+static atomic_t perf_bido_generation;
 
 /* One stash per sampled task: a cache of its own shows in /proc/slabinfo */
 static struct kmem_cache *perf_bido_stash_cache __ro_after_init;
@@ -120,14 +127,110 @@ out:
 	return ok;
 }
 
+/* Is @addr in a VMA of the task's last record? */
+static bool perf_bido_rec_covers(const struct perf_build_id_stash *st,
+				 unsigned long addr)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->rec_nr; i++) {
+		if (addr < st->vmas[i].start)
+			break;
+		if (addr < st->vmas[i].end)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the task's last record still describes its VMAs and reached the
+ * receivers that see this CPU.  Context: any, NMI included; it reads the
+ * mm's sequence count, it takes no lock.
+ */
+static bool perf_bido_rec_valid(const struct perf_build_id_stash *st,
+				unsigned int cpu)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned int seq;
+
+	return st->rec_nr && st->rec_mm == mm && st->rec_cpu == cpu &&
+	       st->rec_gen == (unsigned int)atomic_read(&perf_bido_generation) &&
+	       mmap_lock_speculate_try_begin(mm, &seq) && seq == st->rec_seq;
+}
+
+/* Are the user frames of @cc in the last record?  No if they are deferred */
+VISIBLE_IF_KUNIT bool
+perf_bido_rec_covers_callchain(const struct perf_build_id_stash *st,
+			       const struct perf_callchain_entry *cc)
+{
+	bool user = false;
+	u64 i;
+
+	for (i = 0; i < cc->nr; i++) {
+		u64 ip = cc->ip[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			if (ip == PERF_CONTEXT_USER_DEFERRED)
+				return false;
+			user = ip == PERF_CONTEXT_USER;
+		} else if (user && !perf_bido_rec_covers(st, ip)) {
+			return false;
+		}
+	}
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(perf_bido_rec_covers_callchain);
+
+/*
+ * The cookie of the task's last record if that record covers every user
+ * address of the sample, else 0.  Only a sample that carries all of them
+ * can tell: an in-interrupt callchain or none, no user stack dump.
+ */
+static u64 perf_bido_reuse(struct perf_sample_data *data)
+{
+	struct perf_build_id_stash *st = READ_ONCE(current->perf_build_id_stash);
+	struct perf_branch_stack *br = NULL;
+	u64 cookie = 0, i;
+	bool ok;
+
+	if (!st || !READ_ONCE(st->rec_nr))
+		return 0;
+	if ((data->sample_flags & PERF_SAMPLE_STACK_USER) && data->stack_user_size)
+		return 0;
+	if (data->sample_flags & PERF_SAMPLE_BRANCH_STACK)
+		br = data->br_stack;
+	if (cmpxchg(&st->busy, 0, 1))
+		return 0;
+
+	/* The IP the task returns to: where the deferred walk would start */
+	ok = perf_bido_rec_valid(st, smp_processor_id()) &&
+	     perf_bido_rec_covers(st, instruction_pointer(task_pt_regs(current)));
+	if (ok && (data->sample_flags & PERF_SAMPLE_IP) && data->ip < TASK_SIZE)
+		ok = perf_bido_rec_covers(st, data->ip);
+	if (ok && (data->sample_flags & PERF_SAMPLE_CALLCHAIN) && data->callchain)
+		ok = perf_bido_rec_covers_callchain(st, data->callchain);
+	for (i = 0; ok && br && i < br->nr; i++) {
+		if ((br->entries[i].from < TASK_SIZE &&
+		     !perf_bido_rec_covers(st, br->entries[i].from)) ||
+		    (br->entries[i].to < TASK_SIZE &&
+		     !perf_bido_rec_covers(st, br->entries[i].to)))
+			ok = false;
+	}
+	if (ok)
+		cookie = st->rec_cookie;
+	/* Pairs with the cmpxchg() of the next sample, or of the callback */
+	smp_store_release(&st->busy, 0);
+	return cookie;
+}
+
 /**
  * perf_build_id_offset_sample - the cookie of a PERF_SAMPLE_BUILD_ID_OFFSET sample
  * @event: the sampling event
  * @data: the sample, with its IP, branch stack and user stack size
  *
  * Context: any, NMI included.
- * Return: the cookie of the record that will cover the sample's user
- * addresses, or 0 if none will.
+ * Return: the cookie of the record that covers the sample's user addresses:
+ * the task's last record, or the one its entry will write; 0 if none will.
  */
 u64 perf_build_id_offset_sample(struct perf_event *event,
 				struct perf_sample_data *data)
@@ -139,6 +242,9 @@ u64 perf_build_id_offset_sample(struct perf_event *event,
 	/* A software event may count for another task than current */
 	if (event->ctx->task && event->ctx->task != current)
 		return 0;
+	cookie = perf_bido_reuse(data);
+	if (cookie)
+		return cookie;
 	if (unwind_deferred_request(&perf_bido_work, &cookie) < 0)
 		return 0;
 	return perf_bido_stash_sample(data, cookie) ? cookie : 0;
@@ -157,6 +263,9 @@ void perf_build_id_offset_exec(void)
 	struct perf_build_id_stash *st = current->perf_build_id_stash;
 	u64 cookie = current->unwind_info.id.id;
 
+	/* The new image's samples may not name the old image's record */
+	if (st)
+		WRITE_ONCE(st->rec_nr, 0);
 	/* No deferred unwind was asked for in this entry */
 	if (!cookie)
 		return;
@@ -167,6 +276,20 @@ void perf_build_id_offset_exec(void)
 		WRITE_ONCE(current->perf_build_id_stash, st);
 	}
 	st->exec = cookie;
+}
+
+/**
+ * perf_build_id_offset_receiver - a receiver of the records appears
+ * @event: an event being created or enabled
+ *
+ * It has none of the records written so far: from now on, no sample names
+ * one of them.
+ */
+void perf_build_id_offset_receiver(struct perf_event *event)
+{
+	if (event->attr.defer_output &&
+	    (event->attr.sample_type & PERF_SAMPLE_BUILD_ID_OFFSET))
+		atomic_inc(&perf_bido_generation);
 }
 
 /* Context: the task is dead, nothing samples it any more. */
@@ -283,11 +406,14 @@ static struct file *perf_bido_map_vma(struct perf_build_id_offset_map *map,
 /*
  * Fill @maps with the VMAs that cover @addrs (sorted pages), taking a
  * reference on each file in @files.  Return how many, and set TRUNCATED in
- * @flags when some did not fit or mmap_lock could not be taken.
+ * @flags when some did not fit or mmap_lock could not be taken.  @seq gets
+ * the mm's sequence count of the VMAs found; false in @seq_ok if there is
+ * none (no per-VMA locks).
  */
 static unsigned int perf_bido_find_vmas(unsigned long *addrs, unsigned int nr,
 					struct perf_build_id_offset_map *maps,
-					struct file **files, u32 *flags)
+					struct file **files, u32 *flags,
+					unsigned int *seq, bool *seq_ok)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma, *last = NULL;
@@ -297,6 +423,8 @@ static unsigned int perf_bido_find_vmas(unsigned long *addrs, unsigned int nr,
 		*flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
 		return 0;
 	}
+	/* No writer while we read: it cannot fail but without per-VMA locks */
+	*seq_ok = mmap_lock_speculate_try_begin(mm, seq);
 	for (i = 0; i < nr; i++) {
 		unsigned long addr = addrs[i] & PAGE_MASK;
 
@@ -372,6 +500,85 @@ static unsigned int perf_bido_take_stash(struct perf_build_id_stash *st,
 	return n;
 }
 
+/* Are all of @addrs (sorted pages) in the VMAs of the task's last record? */
+static bool perf_bido_rec_covers_all(const struct perf_build_id_stash *st,
+				     const unsigned long *addrs, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		if (!perf_bido_rec_covers(st, addrs[i] & PAGE_MASK))
+			return false;
+	}
+	return true;
+}
+
+/* Did the lookup find the VMAs of the last record, and only those? */
+static bool perf_bido_rec_same(const struct perf_build_id_stash *st,
+			       const struct perf_build_id_offset_map *maps,
+			       unsigned int nr)
+{
+	unsigned int i;
+
+	if (nr != st->rec_nr)
+		return false;
+	for (i = 0; i < nr; i++) {
+		if (maps[i].start != st->vmas[i].start ||
+		    maps[i].end != st->vmas[i].end)
+			return false;
+	}
+	return true;
+}
+
+/* Name @rec in the samples to come, or nothing if it cannot be named */
+static void perf_bido_remember(struct perf_build_id_stash *st,
+			       const struct perf_build_id_offset_record *rec,
+			       bool seq_ok, unsigned int seq, unsigned int gen,
+			       unsigned int cpu)
+{
+	unsigned int i, nr = 0, max = 0;
+
+	/* A receiver that lost it, or an exec: its samples wait for a new one */
+	if (seq_ok && !rec->lost &&
+	    !(rec->head.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
+		max = rec->head.nr;
+	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
+		return;
+	/* An unread build-ID may be in the page cache by the next record */
+	for (i = 0; i < max && nr < ARRAY_SIZE(st->vmas); i++) {
+		if (rec->maps[i].flags & PERF_BUILD_ID_OFFSET_MAP_UNREADABLE)
+			continue;
+		st->vmas[nr].start = rec->maps[i].start;
+		st->vmas[nr].end = rec->maps[i].end;
+		nr++;
+	}
+	st->rec_nr = nr;
+	st->rec_seq = seq;
+	st->rec_gen = gen;
+	st->rec_cpu = cpu;
+	st->rec_cookie = rec->head.cookie;
+	st->rec_mm = current->mm;
+	/* Pairs with the cmpxchg() of the next sample of the task */
+	smp_store_release(&st->busy, 0);
+}
+
+/*
+ * The task's latest record is an UNCHANGED one: name it from now on.  If a
+ * receiver lost it, its reader's latest record is an older one than
+ * another reader's: name none.
+ */
+static void perf_bido_remember_unchanged(struct perf_build_id_stash *st,
+					 u64 cookie, bool lost)
+{
+	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
+		return;
+	st->rec_cookie = cookie;
+	if (lost)
+		st->rec_nr = 0;
+	/* Pairs with the cmpxchg() of the next sample of the task */
+	smp_store_release(&st->busy, 0);
+}
+
 static void perf_bido_deferred(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie)
 {
@@ -380,12 +587,14 @@ static void perf_bido_deferred(struct unwind_work *work,
 		.head.cookie = cookie,
 	};
 	unsigned long stash[ARRAY_SIZE(st->addrs)], *addrs = NULL;
-	unsigned int nr = 0, nr_stash = 0, i, max;
+	unsigned int nr = 0, nr_stash = 0, i, max, seq = 0, gen, cpu;
 	struct file **files = NULL;
+	bool seq_ok = false, valid;
 	u16 stack_bytes = 0;
 
 	might_sleep();
 
+	gen = atomic_read(&perf_bido_generation);
 	if (!st) {
 		/* For the next entries: this one's samples kept nothing */
 		st = kmem_cache_zalloc(perf_bido_stash_cache, GFP_KERNEL);
@@ -397,8 +606,17 @@ static void perf_bido_deferred(struct unwind_work *work,
 		nr_stash = perf_bido_take_stash(st, cookie, stash, &stack_bytes,
 						&rec.head.flags);
 	}
+	/*
+	 * Only the task writes the record's part of the stash: no race.  A
+	 * migration meanwhile makes the UNCHANGED record reach the per-CPU
+	 * receivers of another CPU than the last record did: it only matters
+	 * to a reader of some CPUs, which misses records anyway.
+	 */
+	valid = st && perf_bido_rec_valid(st, raw_smp_processor_id());
 
 	max = trace->nr + nr_stash + 1 + stack_bytes / sizeof(u32);
+	if (valid)
+		max += st->rec_nr;
 	addrs = kvmalloc_array(max, sizeof(*addrs), GFP_KERNEL);
 	if (!addrs) {
 		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
@@ -415,6 +633,15 @@ static void perf_bido_deferred(struct unwind_work *work,
 	nr += nr_stash;
 	if (stack_bytes)
 		nr += perf_bido_stack_words(addrs + nr, stack_bytes);
+
+	/* Nothing new since the last record: say so, and look nothing up */
+	if (valid && perf_bido_rec_covers_all(st, addrs, nr)) {
+		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_UNCHANGED;
+		goto out;
+	}
+	/* Else a record that also covers what the last one did */
+	for (i = 0; valid && i < st->rec_nr; i++)
+		addrs[nr++] = st->vmas[i].start;
 	nr = perf_bido_unique_pages(addrs, nr);
 
 	max = min(nr, PERF_BIDO_MAX_MAPS);
@@ -426,10 +653,27 @@ static void perf_bido_deferred(struct unwind_work *work,
 	files = (struct file **)(rec.maps + max);
 	if (nr)
 		rec.head.nr = perf_bido_find_vmas(addrs, nr, rec.maps, files,
-						  &rec.head.flags);
+						  &rec.head.flags, &seq, &seq_ok);
+	/* Stack words found no new code mapping: the same, said shortly */
+	if (valid && seq_ok && seq == st->rec_seq &&
+	    perf_bido_rec_same(st, rec.maps, rec.head.nr)) {
+		for (i = 0; i < rec.head.nr; i++) {
+			if (files[i])
+				fput(files[i]);
+		}
+		rec.head.nr = 0;
+		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_UNCHANGED;
+		goto out;
+	}
 	perf_bido_read_build_ids(rec.maps, files, rec.head.nr);
 out:
+	/* Where the per-CPU receivers get it; see perf_bido_rec_valid() */
+	cpu = raw_smp_processor_id();
 	perf_build_id_offset_output(&rec);
+	if (st && !(rec.head.flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
+		perf_bido_remember(st, &rec, seq_ok, seq, gen, cpu);
+	else if (st)
+		perf_bido_remember_unchanged(st, cookie, rec.lost);
 	kfree(rec.maps);
 	kvfree(addrs);
 }

@@ -17,10 +17,16 @@ struct perf_build_id_offset_map {
 };
 
 /*
- * The addresses a task's samples saw that the user stack walk may not cover.
- * Only the task itself uses it: its samples (from IRQ or NMI, on the CPU it
- * runs on) and its deferred callback.  @busy keeps a nested sample out while
- * another one, or the callback, is in.
+ * The addresses a task's samples saw that the user stack walk may not cover,
+ * and the VMAs of the task's last record.  Only the task itself uses it: its
+ * samples (from IRQ or NMI, on the CPU it runs on) and its deferred callback.
+ * @busy keeps a nested sample out while another one, or the callback, is in.
+ *
+ * While the task's address space is as it was when the record was written
+ * (the same mm, and mm_lock_seq as it was then), no receiver came since and
+ * the task runs on the CPU it was written on (its per-CPU receivers got it),
+ * a sample whose user addresses are all in @vmas is covered by that record:
+ * it takes @rec_cookie, and its entry needs no record of its own.
  */
 struct perf_build_id_stash {
 	u64		cookie;		/* the entry that @addrs belongs to */
@@ -30,7 +36,16 @@ struct perf_build_id_stash {
 	u16		nr;
 	u16		stack_bytes;	/* largest user stack dump of the entry */
 	bool		dropped;	/* @addrs was full */
-	unsigned long	addrs[27];	/* pages, no duplicates */
+	u8		rec_nr;		/* of @vmas; 0: no record to name */
+	unsigned int	rec_seq;	/* mm_lock_seq when it was written */
+	unsigned int	rec_gen;	/* perf_bido_generation then */
+	unsigned int	rec_cpu;	/* where it was written */
+	u64		rec_cookie;	/* the last record */
+	struct mm_struct *rec_mm;
+	unsigned long	addrs[23];	/* pages, no duplicates */
+	struct {
+		unsigned long start, end;
+	}		vmas[16];	/* sorted by start */
 };
 
 /* A record as built in task context, written by core.c to each receiver */
@@ -44,6 +59,7 @@ struct perf_build_id_offset_record {
 		u32				flags;
 	} head;
 	struct perf_build_id_offset_map		*maps;
+	bool					lost;	/* by a receiver */
 };
 
 #ifdef CONFIG_PERF_BUILD_ID_OFFSET
@@ -55,6 +71,7 @@ static inline void perf_build_id_offset_init_task(struct task_struct *task)
 u64 perf_build_id_offset_sample(struct perf_event *event,
 				struct perf_sample_data *data);
 void perf_build_id_offset_exec(void);
+void perf_build_id_offset_receiver(struct perf_event *event);
 void perf_build_id_offset_free_task(struct task_struct *task);
 /* in core.c */
 void perf_build_id_offset_output(struct perf_build_id_offset_record *rec);
@@ -68,12 +85,15 @@ static inline u64 perf_build_id_offset_sample(struct perf_event *event,
 }
 
 static inline void perf_build_id_offset_exec(void) { }
+static inline void perf_build_id_offset_receiver(struct perf_event *event) { }
 static inline void perf_build_id_offset_free_task(struct task_struct *task) { }
 #endif
 
 #if IS_ENABLED(CONFIG_KUNIT)
 bool perf_bido_stash_add(struct perf_build_id_stash *st, unsigned long addr);
 unsigned int perf_bido_unique_pages(unsigned long *addrs, unsigned int nr);
+bool perf_bido_rec_covers_callchain(const struct perf_build_id_stash *st,
+				    const struct perf_callchain_entry *cc);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests of PERF_SAMPLE_BUILD_ID_OFFSET's parts that need no task: the
- * sample-side stash and the ordering of addresses.  The records themselves
+ * sample-side stash, the ordering of addresses and which samples the task's
+ * last record covers.  The records themselves
  * are tested from user space (tools/testing/selftests/perf_events).
  */
 
@@ -67,6 +68,63 @@ static void bido_unique_pages(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, perf_bido_unique_pages(a, 0), 0);
 }
 
+/*
+ * A sample's user frames are covered by the VMAs of the task's last record
+ * only if each one is in one of them; its kernel frames do not count, and
+ * a deferred callchain (frames still to come) never is.
+ */
+static void bido_rec_covers_callchain(struct kunit *test)
+{
+	struct perf_build_id_stash *st;
+	struct perf_callchain_entry *cc;
+
+	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	cc = kunit_kzalloc(test, struct_size(cc, ip, 8), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, cc);
+
+	st->vmas[0].start = 0x400000;
+	st->vmas[0].end = 0x402000;
+	st->vmas[1].start = 0x7f0000000000;
+	st->vmas[1].end = 0x7f0000010000;
+	st->rec_nr = 2;
+
+	cc->ip[0] = PERF_CONTEXT_KERNEL;
+	cc->ip[1] = (u64)-4096;		/* a kernel address: not looked at */
+	cc->ip[2] = PERF_CONTEXT_USER;
+	cc->ip[3] = 0x400010;
+	cc->ip[4] = 0x401ff8;
+	cc->ip[5] = 0x7f0000000100;
+	cc->nr = 6;
+	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc));
+
+	/* The end of a VMA is outside it, as is a hole between two */
+	cc->ip[4] = 0x402000;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	cc->ip[4] = 0x500000;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	cc->ip[4] = 0x7f0000010000;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	cc->ip[4] = 0x3ff000;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+
+	/* No record to name */
+	cc->ip[4] = 0x400020;
+	st->rec_nr = 0;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	st->rec_nr = 2;
+
+	/* Kernel frames only: nothing of user space to cover */
+	cc->nr = 2;
+	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc));
+
+	/* Deferred user frames are not known at sample time */
+	cc->ip[2] = PERF_CONTEXT_USER_DEFERRED;
+	cc->ip[3] = 0x1234;		/* the cookie */
+	cc->nr = 4;
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+}
+
 static void bido_abi(struct kunit *test)
 {
 	/* The record's head and map layout are ABI */
@@ -79,6 +137,7 @@ static void bido_abi(struct kunit *test)
 static struct kunit_case bido_cases[] = {
 	KUNIT_CASE(bido_stash_pages),
 	KUNIT_CASE(bido_unique_pages),
+	KUNIT_CASE(bido_rec_covers_callchain),
 	KUNIT_CASE(bido_abi),
 	{}
 };

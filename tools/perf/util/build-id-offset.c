@@ -43,6 +43,7 @@
 #include "machine.h"
 #include "map.h"
 #include "maps.h"
+#include "sample.h"
 #include "thread.h"
 #include "util.h"
 #include "vdso.h"
@@ -429,4 +430,34 @@ int build_id_offset__insert_maps(struct machine *machine, union perf_event *even
 	if (err)
 		pr_debug("build-ID offset: not all maps of %u/%u went in\n", rec->pid, rec->tid);
 	return 0;
+}
+
+/*
+ * A record's cookie may be named again by the samples of its thread that
+ * come after it, for as long as the kernel knows that the record still
+ * covers them: remember the thread's latest.
+ */
+int build_id_offset__note_record(struct machine *machine, union perf_event *event)
+{
+	struct perf_record_build_id_offset *rec = &event->build_id_offset;
+	struct thread *thread = machine__findnew_thread(machine, rec->pid, rec->tid);
+
+	if (!thread)
+		return -ENOMEM;
+	thread__set_build_id_offset_cookie(thread, rec->cookie);
+	thread__put(thread);
+	return 0;
+}
+
+/* Does the sample name a record of its thread that came already? */
+bool build_id_offset__sample_has_record(struct machine *machine, const struct perf_sample *sample)
+{
+	struct thread *thread = machine__find_thread(machine, sample->pid, sample->tid);
+	bool found = false;
+
+	if (thread) {
+		found = thread__build_id_offset_cookie(thread) == sample->build_id_offset_cookie;
+		thread__put(thread);
+	}
+	return found;
 }

@@ -13,12 +13,15 @@
 
 struct dso;
 struct machine;
+struct perf_sample;
 union perf_event;
 
 /* Placeholder name of a file known by its build-ID only */
 #define BUILD_ID_OFFSET_DSO_PREFIX	"[build-id:"
 
 int build_id_offset__insert_maps(struct machine *machine, union perf_event *event);
+int build_id_offset__note_record(struct machine *machine, union perf_event *event);
+bool build_id_offset__sample_has_record(struct machine *machine, const struct perf_sample *sample);
 bool build_id_offset__dso_is_unnamed(const struct dso *dso);
 /* A hashmap keyed by struct build_id pointers */
 size_t build_id_offset__hash(long key, void *ctx);

@@ -3,10 +3,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A task sampled through perf's python binding, with
-# PERF_SAMPLE_BUILD_ID_OFFSET and deferred callchains: every sample's
-# cookie has its record, whose map of the sampled IP is the task's own
-# (/proc/PID/maps) with the file's build-ID, and the deferred user frames
-# lie in the maps of their entry's record.
+# PERF_SAMPLE_BUILD_ID_OFFSET and deferred callchains: in time order every
+# sample's cookie is its tid's latest record before it or a record after
+# it, whose maps (for an UNCHANGED record, those of the record before it)
+# put the sampled IP in the task's own mapping (/proc/PID/maps) with the
+# file's build-ID, and the deferred user frames in a map.
 
 shelldir=$(dirname "$0")
 # shellcheck source=lib/setup_python.sh

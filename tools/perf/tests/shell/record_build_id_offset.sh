@@ -91,41 +91,102 @@ test_no_option() {
   echo "${name} [Success]"
 }
 
-# Every sample with a cookie has a record with its tid and cookie, and
-# the samples of the file are the workload's.
-test_join() {
-  local name="Each sample's cookie has its record"
-  local missing
+# joined NAME REUSE: in time order (perf report -D), each sample's cookie
+# is its tid's latest record before it (the kernel saw at sample time that
+# this record covers the sample, and wrote none for its entry) or a record
+# of its tid after it (its entry's); any other cookie fails NAME.  An
+# UNCHANGED record (nr 0: the record before it still covers its entry) is
+# a record like the others.  The workload never sleeps: only its last
+# entry may still be in the kernel when perf stops, so one cookie may have
+# no record, if no record of its tid came after its samples (not so a
+# cookie of a record that is not in the file, another session's, say).
+# REUSE 1: without a callchain or with one read in the interrupt the
+# kernel decides at sample time, so in this steady loop some samples name
+# an earlier record, and there are fewer records than samples.  The counts
+# go to joined_info.
+joined() {
+  local name=$1 reuse=$2 counts nmiss npassed nsamp nrec nearlier nstale nunch stale
 
-  record "${name}" --buildid-offset || return 0
   perf report -D -i "${perfdata}" > "${tmpdir}/dump" 2> /dev/null
-  missing=$(awk '
+  counts=$(awk '
     /PERF_RECORD_SAMPLE/ { tid = $0; sub(/.*: [0-9]+\//, "", tid); sub(/:.*/, "", tid) }
-    /build-ID offset cookie:/ { if ($NF != "0") want[tid " " $NF] = 1 }
+    /build-ID offset cookie:/ {
+      c = $NF
+      if (c == "0")
+        next
+      nsamp++
+      if (latest[tid] == c)
+        nearlier++
+      else if ((tid " " c) in seen) {
+        nstale++
+        if (stale == "")
+          stale = tid "/" c
+      } else
+        pending[tid " " c] = 1
+    }
     /PERF_RECORD_BUILD_ID_OFFSET/ {
       t = $0; sub(/.*PERF_RECORD_BUILD_ID_OFFSET [0-9]+\//, "", t); sub(/:.*/, "", t)
-      c = $0; sub(/.*cookie /, "", c); sub(/ .*/, "", c); have[t " " c] = 1; nrec++
+      c = $0; sub(/.*cookie /, "", c); sub(/ .*/, "", c)
+      nr = $0; sub(/.* nr /, "", nr); sub(/ .*/, "", nr)
+      f = $0; sub(/.* flags /, "", f)
+      seen[t " " c] = 1; latest[t] = c; nrec++
+      delete pending[t " " c]
+      for (k in pending)
+        if (index(k, t " ") == 1)
+          passed[k] = 1
+      if (nr == "0" && (f ~ /UNCHANGED/ || f == "0x8"))
+        nunch++
     }
     END {
-      n = 0; for (k in want) { nwant++; if (!(k in have)) n++ }
-      print n, nwant + 0, nrec + 0
+      for (k in pending) {
+        nmiss++
+        if (k in passed)
+          npassed++
+      }
+      print nmiss + 0, npassed + 0, nsamp + 0, nrec + 0, nearlier + 0, nstale + 0,
+        nunch + 0, stale "-"
     }' "${tmpdir}/dump")
-  read -r nmiss nwant nrec <<< "${missing}"
-  if [ "${nwant}" -eq 0 ] || [ "${nrec}" -eq 0 ]
+  read -r nmiss npassed nsamp nrec nearlier nstale nunch stale <<< "${counts}"
+  joined_info="${nsamp} samples with a cookie, ${nrec} records (${nunch} UNCHANGED),"
+  joined_info="${joined_info} ${nearlier} samples name an earlier record"
+  if [ "${nsamp}" -eq 0 ] || [ "${nrec}" -eq 0 ]
   then
-    echo "${name} [Failed ${nwant} cookies, ${nrec} records]"
+    echo "${name} [Failed ${joined_info}]"
+    return 1
+  fi
+  if [ "${nstale}" -ne 0 ]
+  then
+    echo "${name} [Failed ${nstale} samples name a record that is not their tid's" \
+         "latest before them, first tid/cookie ${stale%-}: ${joined_info}]"
+    return 1
+  fi
+  if [ "${nmiss}" -gt 1 ] || [ "${npassed}" -ne 0 ]
+  then
+    echo "${name} [Failed ${nmiss} cookies are neither their tid's latest record" \
+         "before the sample nor a record after it (expected 1 at most, of the last" \
+         "entry), ${npassed} of them before another record of their tid: ${joined_info}]"
+    return 1
+  fi
+  if [ "${reuse}" = 1 ] && { [ "${nearlier}" -eq 0 ] || [ "${nrec}" -ge "${nsamp}" ]; }
+  then
+    echo "${name} [Failed expected samples that name an earlier record, and fewer" \
+         "records than samples: ${joined_info}]"
+    return 1
+  fi
+}
+
+# Every sample with a cookie names a record of its tid, and the samples of
+# the file are the workload's.
+test_join() {
+  local name="Each sample's cookie has its record"
+
+  record "${name}" --buildid-offset || return 0
+  if ! joined "${name}" 1
+  then
     err=1
     return
   fi
-  # The workload never sleeps: only its last entry may still be in the
-  # kernel when perf stops.
-  if [ "${nmiss}" -gt 1 ]
-  then
-    echo "${name} [Failed ${nmiss} of ${nwant} cookies have no record]"
-    err=1
-    return
-  fi
-  echo "${name} [Success: ${nwant} cookies, ${nrec} records]"
+  echo "${name} [Success: ${joined_info}]"
 }
 
 # resolved NAME MIN: at least MIN% of the workload's samples are in
@@ -161,19 +222,29 @@ test_build_id_cache() {
   fi
   perf buildid-cache --add "${perf_bin}"
   # The workload spends all its time in noploop (cpu-clock:u samples user
-  # time only), and each sample waits for its record: every one resolves,
-  # the first of the recording too, which no earlier record mapped.
+  # time only), and each sample waits for its record or names one perf
+  # has already: every one resolves, the first of the recording too,
+  # which no earlier record mapped.
   resolved "${name}" 100 || return 0
   echo "${name} [Success]"
 }
 
-# callchain NAME ARGS...: the user callchains of noploop's samples reach
-# main() of perf, resolved
+# callchain NAME ARGS...: each sample's cookie names a record (and with
+# callchains read in the interrupt, some name an earlier one), and the
+# user callchains of noploop's samples reach main() of perf, resolved
 test_callchain() {
-  local name=$1 with_main total
+  local name=$1 with_main total reuse=1
 
   shift
+  case "$*" in
+  *defer*) reuse=0 ;;
+  esac
   record "${name}" --buildid-offset "$@" || return 0
+  if ! joined "${name}" "${reuse}"
+  then
+    err=1
+    return
+  fi
   resolved "${name}" 100 || return 0
   total=$(nr_samples)
   with_main=$(perf script -i "${perfdata}" -F tid,ip,sym 2> /dev/null |
@@ -188,7 +259,8 @@ test_callchain() {
     err=1
     return
   fi
-  echo "${name} [Success: ${with_main} of ${total} callchains reach main]"
+  echo "${name} [Success: ${with_main} of ${total} callchains reach main;" \
+       "${joined_info}]"
 }
 
 # crashed STATUS: whether an exit status is a death by a signal (perf
@@ -197,16 +269,17 @@ crashed() {
   [ "$1" -gt 128 ] && [ "$1" -lt 255 ]
 }
 
-# corrupt_nr NAME TYPE AT: set the nr field at offset AT of the first
-# record of TYPE in the file (found by perf report -D's "OFFSET [0xSIZE]:
-# TYPE" lines) to 0xffff; fails the test NAME if there is no such record
+# corrupt_nr NAME TYPE AT [NTH]: set the nr field at offset AT of the
+# NTH (default: first) record of TYPE in the file (found by perf report
+# -D's "OFFSET [0xSIZE]: TYPE" lines) to 0xffff; fails the test NAME if
+# there is no such record
 corrupt_nr() {
-  local name=$1 type=$2 at=$3 off
+  local name=$1 type=$2 at=$3 nth=${4:-1} off
 
   off=$(perf report -D -i "${perfdata}" 2> /dev/null |
-        awk -v type="${type}" '$0 ~ type {
+        awk -v type="${type}" -v nth="${nth}" '$0 ~ type {
           for (i = 1; i < NF; i++)
-            if ($i ~ /^0x/ && $(i + 1) ~ /^\[0x/) { print $i; exit }
+            if ($i ~ /^0x/ && $(i + 1) ~ /^\[0x/ && ++n == nth) { print $i; exit }
         }')
   if [ -z "${off}" ]
   then
@@ -225,9 +298,12 @@ test_malformed() {
   local name="Record with a bad nr is skipped with a warning"
   local rc
 
-  record "${name}" --buildid-offset || return 0
+  # A record per entry (deferred callchains): the samples of the second
+  # one's entry resolve with the first one's maps all the same, which the
+  # samples of the entries after it name
+  record "${name}" --buildid-offset --call-graph fp,defer || return 0
   # nr is the u32 at offset 24 of the record
-  corrupt_nr "${name}" PERF_RECORD_BUILD_ID_OFFSET 24 || return 0
+  corrupt_nr "${name}" PERF_RECORD_BUILD_ID_OFFSET 24 2 || return 0
   rc=0
   perf report -i "${perfdata}" --stdio > "${tmpdir}/report.out" \
     2> "${tmpdir}/report.err" || rc=$?

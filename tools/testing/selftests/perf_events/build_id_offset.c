@@ -2,7 +2,8 @@
 /*
  * PERF_SAMPLE_BUILD_ID_OFFSET against ground truth: a child of the test
  * spins in a function of this program under a cpu-clock sampling event; every
- * sample names a PERF_RECORD_BUILD_ID_OFFSET whose map of the sampled address
+ * sample names a PERF_RECORD_BUILD_ID_OFFSET (its entry's, written after it,
+ * or its task's latest, written before it) whose map of the sampled address
  * has this program's build-ID (read from its ELF file here) and the file
  * offset /proc/self/maps gives.
  */
@@ -193,8 +194,10 @@ FIXTURE_SETUP(bido) {}
 FIXTURE_TEARDOWN(bido) {}
 
 /*
- * Every sample names a record of its tid; its IP is in a map of that record,
- * whose build-ID and offset are what this program's file and /proc say.
+ * Every sample names a record of its tid: a later one, or the latest one
+ * before it.  Its IP is in a map of that record (of the one before it, for
+ * an UNCHANGED record), whose build-ID and offset are what this program's
+ * file and /proc say.
  */
 TEST_F_TIMEOUT(bido, records_cover_samples, 180)
 {
@@ -224,10 +227,13 @@ TEST_F_TIMEOUT(bido, records_cover_samples, 180)
 		const struct proc_map *pm;
 
 		ASSERT_NE(0, s->cookie) TH_LOG("sample %d: cookie 0", i);
-		r = find_record(&t, s->tid, s->cookie);
-		ASSERT_NE(NULL, r) TH_LOG("sample %d: no record %llx", i,
-					  (unsigned long long)s->cookie);
-		ASSERT_EQ(0, r->flags);
+		r = sample_record(&t, s, NULL);
+		ASSERT_NE(NULL, r)
+			TH_LOG("sample %d: cookie %llx: no later record, not the latest",
+			       i, (unsigned long long)s->cookie);
+		ASSERT_EQ(0, r->flags & ~PERF_BUILD_ID_OFFSET_F_UNCHANGED);
+		r = rec_maps(&t, r);
+		ASSERT_NE(NULL, r) TH_LOG("sample %d: an UNCHANGED record is its tid's first", i);
 		m = rec_find(r, s->ip);
 		ASSERT_NE(NULL, m) TH_LOG("sample %d: ip %llx in no map", i,
 					  (unsigned long long)s->ip);
@@ -262,14 +268,15 @@ TEST_F_TIMEOUT(bido, cookie_is_last_field, 180)
 	ASSERT_EQ(0, ret);
 	ASSERT_GT(t.nr_samples, 0);
 	/* parse_sample() took the last u64: a real cookie names a record */
-	EXPECT_NE(NULL, find_record(&t, t.samples[0].tid, t.samples[0].cookie));
+	EXPECT_NE(NULL, sample_record(&t, &t.samples[0], NULL));
 	trace_free(&t);
 }
 
 /*
  * With deferred callchains too, a sample's two cookies are the same, and the
- * record of that cookie covers every frame of PERF_RECORD_CALLCHAIN_DEFERRED
- * that /proc/self/maps puts in a mapping: one walk serves both.
+ * record of that cookie (or for an UNCHANGED record, the one before it)
+ * covers every frame of PERF_RECORD_CALLCHAIN_DEFERRED that /proc/self/maps
+ * puts in a mapping: one walk serves both.
  */
 TEST_F_TIMEOUT(bido, defer_callchain_one_walk, 180)
 {
@@ -287,11 +294,12 @@ TEST_F_TIMEOUT(bido, defer_callchain_one_walk, 180)
 	ASSERT_GT(t.nr_22, 0);
 	for (i = 0; i < t.nr_samples; i++) {
 		const struct sample *s = &t.samples[i];
-		const struct bido_rec *r = find_record(&t, s->tid, s->cookie);
+		const struct bido_rec *r = rec_maps(&t, sample_record(&t, s, NULL));
 
 		ASSERT_NE(0, s->chain_cookie);
 		ASSERT_EQ(s->chain_cookie, s->cookie);
-		ASSERT_NE(NULL, r);
+		ASSERT_NE(NULL, r) TH_LOG("sample %d: no record covers cookie %llx", i,
+					  (unsigned long long)s->cookie);
 		for (j = 0; j < t.nr_chains; j++) {
 			if (t.chains[j]->cookie != s->cookie)
 				continue;
@@ -308,6 +316,174 @@ TEST_F_TIMEOUT(bido, defer_callchain_one_walk, 180)
 	}
 	/* spin_leaf, spin, spin_child, the test, ... */
 	EXPECT_GE(frames, 3 * t.nr_samples);
+	trace_free(&t);
+}
+
+/* The time of record @r of @t (PERF_SAMPLE_TIME) */
+static uint64_t rec_time(const struct trace *t, const struct bido_rec *r)
+{
+	int i;
+
+	for (i = 0; i < t->nr_recs; i++)
+		if (t->recs[i] == r)
+			return t->rec_times[i];
+	return 0;
+}
+
+/*
+ * In-interrupt callchains (perf record -g) of a task in a steady loop: the
+ * kernel sees at sample time that the task's latest record still covers
+ * every user address of the sample, names that record, and writes none for
+ * the entry.  So some samples name a record written before them, and there
+ * are fewer records than samples; every cookie is still its tid's latest
+ * record before the sample or a record after it, and the record covers the
+ * sampled IP and the user frames that /proc/self/maps puts in code.
+ */
+TEST_F_TIMEOUT(bido, steady_loop_names_earlier_record, 180)
+{
+	int ret;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	int i, j, earlier = 0, later = 0, frames = 0;
+
+	sample_attr(&attr, PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+		    PERF_SAMPLE_BUILD_ID_OFFSET, false);
+	ret = run_child(&attr, 1, &t, WANT);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
+	ASSERT_EQ(0, ret);
+	ASSERT_GE(t.nr_samples, WANT) TH_LOG("%d samples", t.nr_samples);
+	EXPECT_EQ(0, t.bad);
+	EXPECT_EQ(0, t.other);
+	/* In the interrupt: no deferred callchain */
+	EXPECT_EQ(0, t.nr_22);
+	for (i = 0; i < t.nr_samples; i++) {
+		const struct sample *s = &t.samples[i];
+		const struct bido_rec *r, *maps;
+		bool before;
+
+		ASSERT_NE(0, s->cookie) TH_LOG("sample %d: cookie 0", i);
+		ASSERT_NE(0, s->nr_ips) TH_LOG("sample %d: no user frame", i);
+		r = sample_record(&t, s, &before);
+		ASSERT_NE(NULL, r)
+			TH_LOG("sample %d at %llu: cookie %llx: no later record, not the latest",
+			       i, (unsigned long long)s->time, (unsigned long long)s->cookie);
+		if (before) {
+			earlier++;
+			/* The ring's order is the order in time */
+			EXPECT_LE(rec_time(&t, r), s->time);
+		} else {
+			later++;
+		}
+		maps = rec_maps(&t, r);
+		ASSERT_NE(NULL, maps)
+			TH_LOG("sample %d: an UNCHANGED record is its tid's first", i);
+		ASSERT_NE(NULL, rec_find(maps, s->ip))
+			TH_LOG("sample %d: ip %llx in no map of the record %s it",
+			       i, (unsigned long long)s->ip, before ? "before" : "after");
+		for (j = 0; j < (int)s->nr_ips; j++) {
+			const struct proc_map *pm = proc_map(s->ips[j]);
+
+			if (!pm || !pm->exec)
+				continue;
+			frames++;
+			EXPECT_NE(NULL, rec_find(maps, s->ips[j]))
+				TH_LOG("sample %d: frame %llx in no map of the record %s it",
+				       i, (unsigned long long)s->ips[j],
+				       before ? "before" : "after");
+		}
+	}
+	TH_LOG("%d samples, %d records: %d samples name one before them, %d one after; %d frames",
+	       t.nr_samples, t.nr_recs, earlier, later, frames);
+	/* spin_leaf, spin, spin_child, ... */
+	EXPECT_GE(frames, 3 * t.nr_samples);
+	ASSERT_GT(earlier, 0) TH_LOG("no sample names an earlier record");
+	ASSERT_LT(t.nr_recs, t.nr_samples);
+	trace_free(&t);
+}
+
+/*
+ * Deferred callchains (perf record --call-graph fp,defer) of a task in a
+ * steady loop: the kernel knows only on the way back to user space what the
+ * walk found, and when it is nothing new it writes an UNCHANGED record: no
+ * maps, the task's previous record still covers the entry.  Such a record
+ * is never the task's first, its cookie is that of samples, and the record
+ * before it covers those samples' IPs and their entry's deferred frames.
+ */
+TEST_F_TIMEOUT(bido, steady_loop_unchanged_records, 180)
+{
+	int ret;
+	struct perf_event_attr attr;
+	struct trace t = {};
+	int i, j, k, unchanged = 0, covered = 0, frames = 0;
+
+	sample_attr(&attr, PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+		    PERF_SAMPLE_BUILD_ID_OFFSET, true);
+	ret = run_child(&attr, 1, &t, WANT);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "no PERF_SAMPLE_BUILD_ID_OFFSET in this kernel");
+	ASSERT_EQ(0, ret);
+	ASSERT_GE(t.nr_samples, WANT) TH_LOG("%d samples", t.nr_samples);
+	ASSERT_GT(t.nr_recs, 0);
+	EXPECT_EQ(0, t.bad);
+	EXPECT_EQ(0, t.other);
+	/* The task's first record lists its maps */
+	EXPECT_EQ(0, t.recs[0]->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED);
+	for (i = 0; i < t.nr_recs; i++) {
+		const struct bido_rec *r = t.recs[i];
+		int samples = 0;
+
+		if (!(r->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
+			continue;
+		unchanged++;
+		EXPECT_EQ(0, r->nr) TH_LOG("UNCHANGED record %d lists %u maps", i, r->nr);
+		EXPECT_EQ(PERF_BUILD_ID_OFFSET_F_UNCHANGED, r->flags);
+		EXPECT_NE(NULL, rec_maps(&t, r))
+			TH_LOG("UNCHANGED record %d has no record before it", i);
+		for (j = 0; j < t.nr_samples; j++)
+			samples += sample_record(&t, &t.samples[j], NULL) == r;
+		EXPECT_GT(samples, 0)
+			TH_LOG("UNCHANGED record %d (cookie %llx) is no sample's", i,
+			       (unsigned long long)r->cookie);
+	}
+	for (i = 0; i < t.nr_samples; i++) {
+		const struct sample *s = &t.samples[i];
+		const struct bido_rec *r = sample_record(&t, s, NULL), *maps;
+
+		ASSERT_NE(NULL, r)
+			TH_LOG("sample %d at %llu: cookie %llx: no later record, not the latest",
+			       i, (unsigned long long)s->time, (unsigned long long)s->cookie);
+		maps = rec_maps(&t, r);
+		ASSERT_NE(NULL, maps);
+		ASSERT_NE(NULL, rec_find(maps, s->ip))
+			TH_LOG("sample %d: ip %llx in no map%s", i, (unsigned long long)s->ip,
+			       maps != r ? " of the record before its UNCHANGED one" : "");
+		if (maps == r)
+			continue;
+		covered++;
+		/* The frames of an UNCHANGED entry: in the maps before it */
+		for (j = 0; j < t.nr_chains; j++) {
+			if (t.chains[j]->cookie != s->cookie)
+				continue;
+			for (k = 0; k < (int)t.chains[j]->nr; k++) {
+				uint64_t ip = t.chains[j]->ips[k];
+				const struct proc_map *pm = proc_map(ip);
+
+				if (!pm || !pm->exec)
+					continue;
+				frames++;
+				EXPECT_NE(NULL, rec_find(maps, ip))
+					TH_LOG("frame %llx of UNCHANGED cookie %llx not covered",
+					       (unsigned long long)ip,
+					       (unsigned long long)s->cookie);
+			}
+		}
+	}
+	TH_LOG("%d samples, %d records, %d UNCHANGED; the record before one covers %d samples",
+	       t.nr_samples, t.nr_recs, unchanged, covered);
+	TH_LOG("and %d deferred frames", frames);
+	ASSERT_GT(unchanged, 0) TH_LOG("no UNCHANGED record in a steady loop");
+	EXPECT_GT(frames, 0);
 	trace_free(&t);
 }
 
@@ -368,8 +544,9 @@ TEST_F_TIMEOUT(bido, stack_dump_words_covered, 180)
 		if (!s->cookie)
 			continue;
 		with_cookie++;
-		r = find_record(&t, s->tid, s->cookie);
-		ASSERT_NE(NULL, r);
+		r = rec_maps(&t, sample_record(&t, s, NULL));
+		ASSERT_NE(NULL, r) TH_LOG("sample %d: no record covers cookie %llx", i,
+					  (unsigned long long)s->cookie);
 		for (j = 0; j < (int)s->nr_words; j++) {
 			const struct proc_map *pm = proc_map(s->words[j]);
 
@@ -470,7 +647,7 @@ TEST_F_TIMEOUT(bido, exec_in_entry_mm_changed, 180)
 	EXPECT_EQ(0, t.bad);
 	for (i = 0; i < t.nr_samples && !rec; i++)
 		if (t.samples[i].cookie)
-			rec = find_record(&t, t.samples[i].tid, t.samples[i].cookie);
+			rec = sample_record(&t, &t.samples[i], NULL);
 	ASSERT_NE(NULL, rec) TH_LOG("%d samples, %d records", t.nr_samples, t.nr_recs);
 	EXPECT_EQ(PERF_BUILD_ID_OFFSET_F_MM_CHANGED, rec->flags);
 	EXPECT_EQ(0, rec->nr);

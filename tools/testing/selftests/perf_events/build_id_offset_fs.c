@@ -347,10 +347,12 @@ TEST_F_TIMEOUT(bido_fs, uncached_file_never_waits, 180)
 
 	/*
 	 * Until four records cover the mapping while the file system holds
-	 * every read; then the test reads the header page itself, and waits
-	 * for a record that has the build-ID.  A task stuck in a read would
-	 * write no record at all: the loop ends at WAIT_S and the checks
-	 * below fail.
+	 * every read (UNCHANGED ones, which list no map, count: the record
+	 * before them covers it); then the test reads the header page
+	 * itself, and waits for a record that has the build-ID: a map that
+	 * was UNREADABLE is no reason for an UNCHANGED record once its file
+	 * can be read.  A task stuck in a read would write no record at all:
+	 * the loop ends at WAIT_S and the checks below fail.
 	 */
 	for (i = 0; i < WAIT_S * 100; i++) {
 		usleep(10000);

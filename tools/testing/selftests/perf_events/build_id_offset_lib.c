@@ -71,11 +71,23 @@ static void parse_sample(struct trace *t, const struct perf_event_header *h, uin
 	memset(s, 0, sizeof(*s));
 	s->ip = *p++;
 	s->tid = (uint32_t)(*p++ >> 32);
+	if (type & PERF_SAMPLE_TIME)
+		s->time = *p++;
+	/* Where it is among the records: the ring is in time order */
+	s->recs_before = t->nr_recs;
 	if (type & PERF_SAMPLE_CALLCHAIN) {
-		uint64_t nr = *p++;
+		uint64_t i, nr = *p++;
+		bool user = false;
 
 		if (nr >= 2 && p[nr - 2] == PERF_CONTEXT_USER_DEFERRED)
 			s->chain_cookie = p[nr - 1];
+		/* The user frames walked in the interrupt */
+		for (i = 0; i < nr && p[i] != PERF_CONTEXT_USER_DEFERRED; i++) {
+			if (p[i] >= PERF_CONTEXT_MAX)
+				user = p[i] == PERF_CONTEXT_USER;
+			else if (user && s->nr_ips < MAX_IPS)
+				s->ips[s->nr_ips++] = p[i];
+		}
 		p += nr;
 	}
 	if (type & PERF_SAMPLE_REGS_USER) {
@@ -129,8 +141,8 @@ void ring_drain(struct ring *r, struct trace *t, uint64_t type)
 	uint64_t size = RING_PAGES * getpagesize();
 	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = pg->data_tail;
-	/* sample_id_all with TID: one u64 trailer */
-	uint64_t id_size = 8;
+	/* sample_id_all with TID, and TIME if asked: one or two u64s */
+	uint64_t id_size = type & PERF_SAMPLE_TIME ? 16 : 8;
 	char buf[65536];
 
 	while (tail < head) {
@@ -152,6 +164,11 @@ void ring_drain(struct ring *r, struct trace *t, uint64_t type)
 				break;
 			}
 			t->recs = realloc(t->recs, (t->nr_recs + 1) * sizeof(*t->recs));
+			t->rec_times = realloc(t->rec_times,
+					       (t->nr_recs + 1) * sizeof(*t->rec_times));
+			/* sample_id: pid and tid, then the time */
+			t->rec_times[t->nr_recs] = type & PERF_SAMPLE_TIME ?
+				*(uint64_t *)(buf + h->size - id_size + 8) : 0;
 			t->recs[t->nr_recs++] = copy_out(h, h->size);
 			break;
 		case PERF_RECORD_CALLCHAIN_DEFERRED:
@@ -175,17 +192,61 @@ void trace_free(struct trace *t)
 	for (i = 0; i < t->nr_chains; i++)
 		free(t->chains[i]);
 	free(t->recs);
+	free(t->rec_times);
 	free(t->chains);
 	free(t->samples);
 	memset(t, 0, sizeof(*t));
 }
 
-const struct bido_rec *find_record(const struct trace *t, uint32_t tid, uint64_t cookie)
+/*
+ * The record that the cookie of @s names: the latest record of its tid
+ * before it (the kernel found at sample time that this record covers the
+ * sample, and wrote none for the sample's entry; *@earlier is then true),
+ * else a record of its tid after it (its entry's, written on the way back
+ * to user space).  NULL if neither: no cookie, an older record's cookie,
+ * or one that no record has.
+ */
+const struct bido_rec *sample_record(const struct trace *t, const struct sample *s,
+				     bool *earlier)
 {
 	int i;
 
-	for (i = 0; i < t->nr_recs; i++)
-		if (t->recs[i]->tid == tid && t->recs[i]->cookie == cookie)
+	if (earlier)
+		*earlier = false;
+	if (!s->cookie)
+		return NULL;
+	for (i = s->recs_before - 1; i >= 0; i--) {
+		if (t->recs[i]->tid != s->tid)
+			continue;
+		if (t->recs[i]->cookie != s->cookie)
+			break;
+		if (earlier)
+			*earlier = true;
+		return t->recs[i];
+	}
+	for (i = s->recs_before; i < t->nr_recs; i++)
+		if (t->recs[i]->tid == s->tid && t->recs[i]->cookie == s->cookie)
+			return t->recs[i];
+	return NULL;
+}
+
+/*
+ * The record whose maps[] cover what @r covers: @r, or for an UNCHANGED
+ * record (nr 0: the task's previous record still covers its entry) the
+ * latest record of its tid before it that is not UNCHANGED.  NULL if
+ * there is none.
+ */
+const struct bido_rec *rec_maps(const struct trace *t, const struct bido_rec *r)
+{
+	int i;
+
+	if (!r || !(r->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
+		return r;
+	for (i = 0; i < t->nr_recs && t->recs[i] != r; i++)
+		;
+	while (--i >= 0)
+		if (t->recs[i]->tid == r->tid &&
+		    !(t->recs[i]->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
 			return t->recs[i];
 	return NULL;
 }

@@ -13,7 +13,11 @@
  *   summary: ...
  *
  * A record comes after the samples it is for (when the task returns to
- * user space), from any CPU's buffer: samples wait for it.
+ * user space), from any CPU's buffer: samples wait for it.  Or it came
+ * before them: the kernel saw at sample time that the task's latest record
+ * covers the sample, and gave its cookie.  A record with
+ * PERF_BUILD_ID_OFFSET_F_UNCHANGED lists no map: the task's record before
+ * it still covers its entry.
  */
 #include <linux/perf_event.h>
 #include <perf/evlist.h>
@@ -29,6 +33,10 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef PERF_BUILD_ID_OFFSET_F_UNCHANGED
+#define PERF_BUILD_ID_OFFSET_F_UNCHANGED	(1U << 3)
+#endif
 
 struct sample {
 	__u32	pid, tid;
@@ -113,6 +121,35 @@ static const struct perf_record_build_id_offset *find_record(__u32 tid, __u64 co
 	return NULL;
 }
 
+/* The receiver's sample_id ends with the time */
+static __u64 record_time(const struct perf_record_build_id_offset *rec)
+{
+	return *(const __u64 *)((const char *)rec + rec->header.size - sizeof(__u64));
+}
+
+/*
+ * The record whose maps cover @rec's entry: @rec, or for an UNCHANGED one
+ * the latest record of its tid before it that lists its maps
+ */
+static const struct perf_record_build_id_offset *
+covering_record(const struct perf_record_build_id_offset *rec)
+{
+	const struct perf_record_build_id_offset *best = NULL;
+	size_t i;
+
+	if (!rec || !(rec->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
+		return rec;
+	for (i = 0; i < nr_records; i++) {
+		const struct perf_record_build_id_offset *r = records[i];
+
+		if (r->tid == rec->tid && !(r->flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED) &&
+		    record_time(r) < record_time(rec) &&
+		    (!best || record_time(r) > record_time(best)))
+			best = r;
+	}
+	return best;
+}
+
 static void print_sample(const struct sample *s)
 {
 	const struct perf_record_build_id_offset_map *m;
@@ -124,7 +161,7 @@ static void print_sample(const struct sample *s)
 		printf("- no-cookie\n");
 		return;
 	}
-	rec = find_record(s->tid, s->cookie);
+	rec = covering_record(find_record(s->tid, s->cookie));
 	if (!rec) {
 		printf("- no-record\n");
 		return;

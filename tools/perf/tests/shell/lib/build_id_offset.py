@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Reads a task's build-ID offset records and deferred callchains through
-perf's python binding, and checks them against the task's own maps.
+perf's python binding, and checks them against the task's own maps.  In
+time order, a sample's cookie is its tid's latest record before it or a
+record of its tid after it; an UNCHANGED record (no maps) says that the
+record before it still covers its entry.
 
 usage: build_id_offset.py PERF BUILD_ID
 PERF runs the workload (perf test -w noploop); BUILD_ID is its file's.
@@ -11,6 +14,9 @@ import sys
 import time
 
 import perf
+
+# PERF_BUILD_ID_OFFSET_F_UNCHANGED: nr 0, the tid's previous record covers
+UNCHANGED = 1 << 3
 
 
 def proc_maps(pid):
@@ -56,7 +62,8 @@ def main():
     evlist = perf.evlist(cpus, threads)
     evlist.add(evsel)
     evlist.mmap()
-    samples, records, callchains = [], {}, {}
+    # Samples and records as (time, kind, tid, cookie, ip or (maps, flags))
+    events, callchains = [], {}
 
     def drain():
         for cpu in cpus:
@@ -65,9 +72,11 @@ def main():
                 if not event:
                     break
                 if event.type == perf.RECORD_SAMPLE:
-                    samples.append((event.sample_ip, event.sample_build_id_offset_cookie))
+                    events.append((event.sample_time, 1, event.sample_tid,
+                                   event.sample_build_id_offset_cookie, event.sample_ip))
                 elif event.type == perf.RECORD_BUILD_ID_OFFSET:
-                    records[event.cookie] = event.maps
+                    events.append((event.sample_time, 0, event.tid, event.cookie,
+                                   (event.maps, event.flags)))
                     repr(event)
                 elif event.type == perf.RECORD_CALLCHAIN_DEFERRED:
                     callchains[event.cookie] = [ip for ip in event.ips
@@ -94,17 +103,47 @@ def main():
                 return None
         return None
 
-    with_cookie = [s for s in samples if s[1]]
-    joined = [s for s in with_cookie if s[1] in records]
-    good = [s for s in joined if mapped(s[0], records[s[1]]) == build_id]
-    frames = [(ip, c) for c, ips in callchains.items() if c in records for ip in ips]
-    good_frames = [f for f in frames if mapped(f[0], records[f[1]]) is not None]
-    print(f"{len(samples)} samples, {len(with_cookie)} with a cookie, {len(joined)} "
-          f"with their record, {len(good)} in the workload's file with its build-ID; "
-          f"{len(frames)} deferred user frames, {len(good_frames)} in a map of their record")
+    # In time order: the maps that cover each record's entry (an UNCHANGED
+    # record's are those of the record before it), each tid's latest record,
+    # the samples that wait for a record after them
+    records, latest, waiting = {}, {}, {}
+    samples, joined, stale, unchanged, first_unchanged = 0, [], 0, 0, 0
+    for _, kind, tid, cookie, what in sorted(events, key=lambda e: e[0]):
+        if kind == 0:
+            maps, flags = what
+            if flags & UNCHANGED:
+                unchanged += 1
+                if maps or tid not in latest:
+                    first_unchanged += 1
+                    continue
+                maps = records[(tid, latest[tid])]
+            records[(tid, cookie)] = maps
+            latest[tid] = cookie
+            joined += [(ip, maps) for ip in waiting.pop((tid, cookie), [])]
+            continue
+        samples += 1
+        if not cookie:
+            continue
+        if latest.get(tid) == cookie:
+            joined.append((what, records[(tid, cookie)]))
+        elif (tid, cookie) in records:
+            stale += 1
+        else:
+            waiting.setdefault((tid, cookie), []).append(what)
+    with_cookie = len(joined) + stale + sum(len(w) for w in waiting.values())
+    good = [s for s in joined if mapped(s[0], s[1]) == build_id]
+    covers = {c: maps for (_, c), maps in records.items()}
+    frames = [(ip, c) for c, ips in callchains.items() if c in covers for ip in ips]
+    good_frames = [f for f in frames if mapped(f[0], covers[f[1]]) is not None]
+    print(f"{samples} samples, {with_cookie} with a cookie, {len(joined)} "
+          f"with their record, {len(good)} in the workload's file with its build-ID, "
+          f"{stale} naming a record older than their tid's latest; {len(records)} "
+          f"records, {unchanged} UNCHANGED, {first_unchanged} of them with maps or "
+          f"the tid's first; {len(frames)} deferred user frames, {len(good_frames)} "
+          f"in a map of their record")
     # The workload never sleeps: only its last entry (its samples share one
     # cookie) may be cut off by the kill
-    if not with_cookie or len({s[1] for s in with_cookie if s[1] not in records}) > 1 or \
+    if not with_cookie or len(waiting) > 1 or stale or first_unchanged or \
        len(good) != len(joined) or not frames or len(good_frames) != len(frames):
         return 1
     return 0
