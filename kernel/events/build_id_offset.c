@@ -530,7 +530,12 @@ static bool perf_bido_rec_same(const struct perf_build_id_stash *st,
 	return true;
 }
 
-/* Name @rec in the samples to come, or nothing if it cannot be named */
+/*
+ * Name @rec in the samples to come, or nothing if it cannot be named.
+ * Before it is written: a sample taken meanwhile waits for it as for its own
+ * entry's record, where one that named the previous record would come after
+ * this one in time.
+ */
 static void perf_bido_remember(struct perf_build_id_stash *st,
 			       const struct perf_build_id_offset_record *rec,
 			       bool seq_ok, unsigned int seq, unsigned int gen,
@@ -538,9 +543,8 @@ static void perf_bido_remember(struct perf_build_id_stash *st,
 {
 	unsigned int i, nr = 0, max = 0;
 
-	/* A receiver that lost it, or an exec: its samples wait for a new one */
-	if (seq_ok && !rec->lost &&
-	    !(rec->head.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
+	/* After an exec, its samples wait for a new one */
+	if (seq_ok && !(rec->head.flags & PERF_BUILD_ID_OFFSET_F_MM_CHANGED))
 		max = rec->head.nr;
 	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
 		return;
@@ -562,19 +566,26 @@ static void perf_bido_remember(struct perf_build_id_stash *st,
 	smp_store_release(&st->busy, 0);
 }
 
-/*
- * The task's latest record is an UNCHANGED one: name it from now on.  If a
- * receiver lost it, its reader's latest record is an older one than
- * another reader's: name none.
- */
+/* The task's latest record is an UNCHANGED one: name it from now on */
 static void perf_bido_remember_unchanged(struct perf_build_id_stash *st,
-					 u64 cookie, bool lost)
+					 u64 cookie)
 {
 	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
 		return;
 	st->rec_cookie = cookie;
-	if (lost)
-		st->rec_nr = 0;
+	/* Pairs with the cmpxchg() of the next sample of the task */
+	smp_store_release(&st->busy, 0);
+}
+
+/*
+ * A receiver lost the task's latest record: samples that named it wait for
+ * it in vain, the next ones must not.
+ */
+static void perf_bido_forget(struct perf_build_id_stash *st)
+{
+	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
+		return;
+	st->rec_nr = 0;
 	/* Pairs with the cmpxchg() of the next sample of the task */
 	smp_store_release(&st->busy, 0);
 }
@@ -669,11 +680,13 @@ static void perf_bido_deferred(struct unwind_work *work,
 out:
 	/* Where the per-CPU receivers get it; see perf_bido_rec_valid() */
 	cpu = raw_smp_processor_id();
-	perf_build_id_offset_output(&rec);
 	if (st && !(rec.head.flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
 		perf_bido_remember(st, &rec, seq_ok, seq, gen, cpu);
 	else if (st)
-		perf_bido_remember_unchanged(st, cookie, rec.lost);
+		perf_bido_remember_unchanged(st, cookie);
+	perf_build_id_offset_output(&rec);
+	if (st && rec.lost)
+		perf_bido_forget(st);
 	kfree(rec.maps);
 	kvfree(addrs);
 }
