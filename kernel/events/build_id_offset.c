@@ -500,31 +500,44 @@ static unsigned int perf_bido_take_stash(struct perf_build_id_stash *st,
 	return n;
 }
 
-/* Are all of @addrs (sorted pages) in the VMAs of the task's last record? */
-static bool perf_bido_rec_covers_all(const struct perf_build_id_stash *st,
-				     const unsigned long *addrs, unsigned int nr)
+/*
+ * Are the frames of @trace and the @nr pages of @stash all in the VMAs of
+ * the task's last record?
+ */
+static bool perf_bido_rec_covers_entry(const struct perf_build_id_stash *st,
+				       const struct unwind_stacktrace *trace,
+				       const unsigned long *stash, unsigned int nr)
 {
 	unsigned int i;
 
+	/* The IP the task returns to, should the walk have found nothing */
+	if (!trace->nr &&
+	    !perf_bido_rec_covers(st, instruction_pointer(task_pt_regs(current))))
+		return false;
+	for (i = 0; i < trace->nr; i++) {
+		if (trace->entries[i] && trace->entries[i] < TASK_SIZE &&
+		    !perf_bido_rec_covers(st, trace->entries[i]))
+			return false;
+	}
 	for (i = 0; i < nr; i++) {
-		if (!perf_bido_rec_covers(st, addrs[i] & PAGE_MASK))
+		if (!perf_bido_rec_covers(st, stash[i]))
 			return false;
 	}
 	return true;
 }
 
-/* Did the lookup find the VMAs of the last record, and only those? */
-static bool perf_bido_rec_same(const struct perf_build_id_stash *st,
-			       const struct perf_build_id_offset_map *maps,
-			       unsigned int nr)
+/* Are the VMAs in @maps (sorted) all VMAs of the task's last record? */
+static bool perf_bido_rec_has_maps(const struct perf_build_id_stash *st,
+				   const struct perf_build_id_offset_map *maps,
+				   unsigned int nr)
 {
-	unsigned int i;
+	unsigned int i, j = 0;
 
-	if (nr != st->rec_nr)
-		return false;
 	for (i = 0; i < nr; i++) {
-		if (maps[i].start != st->vmas[i].start ||
-		    maps[i].end != st->vmas[i].end)
+		while (j < st->rec_nr && st->vmas[j].start < maps[i].start)
+			j++;
+		if (j == st->rec_nr || st->vmas[j].start != maps[i].start ||
+		    st->vmas[j].end != maps[i].end)
 			return false;
 	}
 	return true;
@@ -625,9 +638,14 @@ static void perf_bido_deferred(struct unwind_work *work,
 	 */
 	valid = st && perf_bido_rec_valid(st, raw_smp_processor_id());
 
+	/* Nothing new since the last record: say so, and look nothing up */
+	if (valid && !stack_bytes &&
+	    perf_bido_rec_covers_entry(st, trace, stash, nr_stash)) {
+		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_UNCHANGED;
+		goto out;
+	}
+
 	max = trace->nr + nr_stash + 1 + stack_bytes / sizeof(u32);
-	if (valid)
-		max += st->rec_nr;
 	addrs = kvmalloc_array(max, sizeof(*addrs), GFP_KERNEL);
 	if (!addrs) {
 		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
@@ -644,15 +662,6 @@ static void perf_bido_deferred(struct unwind_work *work,
 	nr += nr_stash;
 	if (stack_bytes)
 		nr += perf_bido_stack_words(addrs + nr, stack_bytes);
-
-	/* Nothing new since the last record: say so, and look nothing up */
-	if (valid && perf_bido_rec_covers_all(st, addrs, nr)) {
-		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_UNCHANGED;
-		goto out;
-	}
-	/* Else a record that also covers what the last one did */
-	for (i = 0; valid && i < st->rec_nr; i++)
-		addrs[nr++] = st->vmas[i].start;
 	nr = perf_bido_unique_pages(addrs, nr);
 
 	max = min(nr, PERF_BIDO_MAX_MAPS);
@@ -665,9 +674,9 @@ static void perf_bido_deferred(struct unwind_work *work,
 	if (nr)
 		rec.head.nr = perf_bido_find_vmas(addrs, nr, rec.maps, files,
 						  &rec.head.flags, &seq, &seq_ok);
-	/* Stack words found no new code mapping: the same, said shortly */
+	/* Stack words found no code mapping the last record lacks */
 	if (valid && seq_ok && seq == st->rec_seq &&
-	    perf_bido_rec_same(st, rec.maps, rec.head.nr)) {
+	    perf_bido_rec_has_maps(st, rec.maps, rec.head.nr)) {
 		for (i = 0; i < rec.head.nr; i++) {
 			if (files[i])
 				fput(files[i]);
