@@ -127,17 +127,19 @@ out:
 	return ok;
 }
 
-/* Is @addr in a VMA of the task's last record? */
+/* Is @addr in a VMA of the task's last record?  Set that VMA's bit in @hit */
 static bool perf_bido_rec_covers(const struct perf_build_id_stash *st,
-				 unsigned long addr)
+				 unsigned long addr, u16 *hit)
 {
 	unsigned int i;
 
 	for (i = 0; i < st->rec_nr; i++) {
 		if (addr < st->vmas[i].start)
 			break;
-		if (addr < st->vmas[i].end)
+		if (addr < st->vmas[i].end) {
+			*hit |= BIT(i);
 			return true;
+		}
 	}
 	return false;
 }
@@ -161,7 +163,7 @@ static bool perf_bido_rec_valid(const struct perf_build_id_stash *st,
 /* Are the user frames of @cc in the last record?  No if they are deferred */
 VISIBLE_IF_KUNIT bool
 perf_bido_rec_covers_callchain(const struct perf_build_id_stash *st,
-			       const struct perf_callchain_entry *cc)
+			       const struct perf_callchain_entry *cc, u16 *hit)
 {
 	bool user = false;
 	u64 i;
@@ -173,7 +175,7 @@ perf_bido_rec_covers_callchain(const struct perf_build_id_stash *st,
 			if (ip == PERF_CONTEXT_USER_DEFERRED)
 				return false;
 			user = ip == PERF_CONTEXT_USER;
-		} else if (user && !perf_bido_rec_covers(st, ip)) {
+		} else if (user && !perf_bido_rec_covers(st, ip, hit)) {
 			return false;
 		}
 	}
@@ -191,6 +193,7 @@ static u64 perf_bido_reuse(struct perf_sample_data *data)
 	struct perf_build_id_stash *st = READ_ONCE(current->perf_build_id_stash);
 	struct perf_branch_stack *br = NULL;
 	u64 cookie = 0, i;
+	u16 hit = 0;
 	bool ok;
 
 	if (!st || !READ_ONCE(st->rec_nr))
@@ -204,20 +207,22 @@ static u64 perf_bido_reuse(struct perf_sample_data *data)
 
 	/* The IP the task returns to: where the deferred walk would start */
 	ok = perf_bido_rec_valid(st, smp_processor_id()) &&
-	     perf_bido_rec_covers(st, instruction_pointer(task_pt_regs(current)));
+	     perf_bido_rec_covers(st, instruction_pointer(task_pt_regs(current)), &hit);
 	if (ok && (data->sample_flags & PERF_SAMPLE_IP) && data->ip < TASK_SIZE)
-		ok = perf_bido_rec_covers(st, data->ip);
+		ok = perf_bido_rec_covers(st, data->ip, &hit);
 	if (ok && (data->sample_flags & PERF_SAMPLE_CALLCHAIN) && data->callchain)
-		ok = perf_bido_rec_covers_callchain(st, data->callchain);
+		ok = perf_bido_rec_covers_callchain(st, data->callchain, &hit);
 	for (i = 0; ok && br && i < br->nr; i++) {
 		if ((br->entries[i].from < TASK_SIZE &&
-		     !perf_bido_rec_covers(st, br->entries[i].from)) ||
+		     !perf_bido_rec_covers(st, br->entries[i].from, &hit)) ||
 		    (br->entries[i].to < TASK_SIZE &&
-		     !perf_bido_rec_covers(st, br->entries[i].to)))
+		     !perf_bido_rec_covers(st, br->entries[i].to, &hit)))
 			ok = false;
 	}
-	if (ok)
+	if (ok) {
 		cookie = st->rec_cookie;
+		st->rec_hit |= hit;
+	}
 	/* Pairs with the cmpxchg() of the next sample, or of the callback */
 	smp_store_release(&st->busy, 0);
 	return cookie;
@@ -506,21 +511,22 @@ static unsigned int perf_bido_take_stash(struct perf_build_id_stash *st,
  */
 static bool perf_bido_rec_covers_entry(const struct perf_build_id_stash *st,
 				       const struct unwind_stacktrace *trace,
-				       const unsigned long *stash, unsigned int nr)
+				       const unsigned long *stash, unsigned int nr,
+				       u16 *hit)
 {
+	unsigned long ip = instruction_pointer(task_pt_regs(current));
 	unsigned int i;
 
 	/* The IP the task returns to, should the walk have found nothing */
-	if (!trace->nr &&
-	    !perf_bido_rec_covers(st, instruction_pointer(task_pt_regs(current))))
+	if (!trace->nr && !perf_bido_rec_covers(st, ip, hit))
 		return false;
 	for (i = 0; i < trace->nr; i++) {
 		if (trace->entries[i] && trace->entries[i] < TASK_SIZE &&
-		    !perf_bido_rec_covers(st, trace->entries[i]))
+		    !perf_bido_rec_covers(st, trace->entries[i], hit))
 			return false;
 	}
 	for (i = 0; i < nr; i++) {
-		if (!perf_bido_rec_covers(st, stash[i]))
+		if (!perf_bido_rec_covers(st, stash[i], hit))
 			return false;
 	}
 	return true;
@@ -570,6 +576,7 @@ static void perf_bido_remember(struct perf_build_id_stash *st,
 		nr++;
 	}
 	st->rec_nr = nr;
+	st->rec_hit = 0;
 	st->rec_seq = seq;
 	st->rec_gen = gen;
 	st->rec_cpu = cpu;
@@ -579,13 +586,17 @@ static void perf_bido_remember(struct perf_build_id_stash *st,
 	smp_store_release(&st->busy, 0);
 }
 
-/* The task's latest record is an UNCHANGED one: name it from now on */
+/*
+ * The task's latest record is an UNCHANGED one, for an entry that used the
+ * VMAs in @hit: name it from now on.
+ */
 static void perf_bido_remember_unchanged(struct perf_build_id_stash *st,
-					 u64 cookie)
+					 u64 cookie, u16 hit)
 {
 	if (WARN_ON_ONCE(cmpxchg(&st->busy, 0, 1)))
 		return;
 	st->rec_cookie = cookie;
+	st->rec_hit |= hit;
 	/* Pairs with the cmpxchg() of the next sample of the task */
 	smp_store_release(&st->busy, 0);
 }
@@ -614,7 +625,7 @@ static void perf_bido_deferred(struct unwind_work *work,
 	unsigned int nr = 0, nr_stash = 0, i, max, seq = 0, gen, cpu;
 	struct file **files = NULL;
 	bool seq_ok = false, valid;
-	u16 stack_bytes = 0;
+	u16 stack_bytes = 0, hit = 0;
 
 	might_sleep();
 
@@ -640,12 +651,13 @@ static void perf_bido_deferred(struct unwind_work *work,
 
 	/* Nothing new since the last record: say so, and look nothing up */
 	if (valid && !stack_bytes &&
-	    perf_bido_rec_covers_entry(st, trace, stash, nr_stash)) {
+	    perf_bido_rec_covers_entry(st, trace, stash, nr_stash, &hit)) {
 		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_UNCHANGED;
 		goto out;
 	}
 
-	max = trace->nr + nr_stash + 1 + stack_bytes / sizeof(u32);
+	max = trace->nr + nr_stash + 1 + stack_bytes / sizeof(u32) +
+	      ARRAY_SIZE(st->vmas);
 	addrs = kvmalloc_array(max, sizeof(*addrs), GFP_KERNEL);
 	if (!addrs) {
 		rec.head.flags |= PERF_BUILD_ID_OFFSET_F_TRUNCATED;
@@ -662,6 +674,16 @@ static void perf_bido_deferred(struct unwind_work *work,
 	nr += nr_stash;
 	if (stack_bytes)
 		nr += perf_bido_stack_words(addrs + nr, stack_bytes);
+	/*
+	 * And the VMAs of the last record that samples used since: a task
+	 * that goes back and forth between two libraries soon has a record
+	 * of both, one that goes through many files in turn carries none of
+	 * the old ones along.  Samples only set bits: a stale read is safe.
+	 */
+	for (i = 0; valid && i < st->rec_nr; i++) {
+		if (READ_ONCE(st->rec_hit) & BIT(i))
+			addrs[nr++] = st->vmas[i].start;
+	}
 	nr = perf_bido_unique_pages(addrs, nr);
 
 	max = min(nr, PERF_BIDO_MAX_MAPS);
@@ -692,7 +714,7 @@ out:
 	if (st && !(rec.head.flags & PERF_BUILD_ID_OFFSET_F_UNCHANGED))
 		perf_bido_remember(st, &rec, seq_ok, seq, gen, cpu);
 	else if (st)
-		perf_bido_remember_unchanged(st, cookie);
+		perf_bido_remember_unchanged(st, cookie, hit);
 	perf_build_id_offset_output(&rec);
 	if (st && rec.lost)
 		perf_bido_forget(st);

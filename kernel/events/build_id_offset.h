@@ -37,6 +37,7 @@ struct perf_build_id_stash {
 	u16		stack_bytes;	/* largest user stack dump of the entry */
 	bool		dropped;	/* @addrs was full */
 	u8		rec_nr;		/* of @vmas; 0: no record to name */
+	u16		rec_hit;	/* the @vmas samples used since */
 	unsigned int	rec_seq;	/* mm_lock_seq when it was written */
 	unsigned int	rec_gen;	/* perf_bido_generation then */
 	unsigned int	rec_cpu;	/* where it was written */
@@ -45,7 +46,7 @@ struct perf_build_id_stash {
 	unsigned long	addrs[23];	/* pages, no duplicates */
 	struct {
 		unsigned long start, end;
-	}		vmas[16];	/* sorted by start */
+	}		vmas[16];	/* sorted by start; see rec_hit */
 };
 
 /* A record as built in task context, written by core.c to each receiver */
@@ -93,7 +94,7 @@ static inline void perf_build_id_offset_free_task(struct task_struct *task) { }
 bool perf_bido_stash_add(struct perf_build_id_stash *st, unsigned long addr);
 unsigned int perf_bido_unique_pages(unsigned long *addrs, unsigned int nr);
 bool perf_bido_rec_covers_callchain(const struct perf_build_id_stash *st,
-				    const struct perf_callchain_entry *cc);
+				    const struct perf_callchain_entry *cc, u16 *hit);
 #endif
 
 #endif /* _KERNEL_EVENTS_BUILD_ID_OFFSET_H */

@@ -77,6 +77,7 @@ static void bido_rec_covers_callchain(struct kunit *test)
 {
 	struct perf_build_id_stash *st;
 	struct perf_callchain_entry *cc;
+	u16 hit = 0;
 
 	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, st);
@@ -96,33 +97,38 @@ static void bido_rec_covers_callchain(struct kunit *test)
 	cc->ip[4] = 0x401ff8;
 	cc->ip[5] = 0x7f0000000100;
 	cc->nr = 6;
-	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
+	/* Both VMAs were used */
+	KUNIT_EXPECT_EQ(test, hit, 3);
+	hit = 0;
 
 	/* The end of a VMA is outside it, as is a hole between two */
 	cc->ip[4] = 0x402000;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 	cc->ip[4] = 0x500000;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 	cc->ip[4] = 0x7f0000010000;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 	cc->ip[4] = 0x3ff000;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 
 	/* No record to name */
 	cc->ip[4] = 0x400020;
 	st->rec_nr = 0;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 	st->rec_nr = 2;
 
-	/* Kernel frames only: nothing of user space to cover */
+	/* Kernel frames only: nothing of user space to cover, no VMA used */
 	cc->nr = 2;
-	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc));
+	hit = 0;
+	KUNIT_EXPECT_TRUE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
+	KUNIT_EXPECT_EQ(test, hit, 0);
 
 	/* Deferred user frames are not known at sample time */
 	cc->ip[2] = PERF_CONTEXT_USER_DEFERRED;
 	cc->ip[3] = 0x1234;		/* the cookie */
 	cc->nr = 4;
-	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc));
+	KUNIT_EXPECT_FALSE(test, perf_bido_rec_covers_callchain(st, cc, &hit));
 }
 
 static void bido_abi(struct kunit *test)
